@@ -1,0 +1,9 @@
+/** Unit, sandbox and in-process n8n tests. The e2e suite against real n8n has its own config. */
+module.exports = {
+	preset: 'ts-jest',
+	testEnvironment: 'node',
+	roots: ['<rootDir>/test'],
+	testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/e2e/'],
+	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+	testTimeout: 30000,
+};

@@ -1,0 +1,83 @@
+// The service's objects (interface part 2) as the nodes read them.
+
+export const CAPTION_FORMATS = ['srt', 'vtt', 'txt', 'docx', 'json'] as const;
+export type CaptionFormat = (typeof CAPTION_FORMATS)[number];
+
+export const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export const MAX_UPLOAD_BYTES = 5242880000;
+
+export interface Redactions {
+	pii?: boolean;
+	names?: boolean;
+	organizations?: boolean;
+	terms?: string[];
+	replacement?: 'redacted' | 'category_label' | 'silent' | 'custom_string';
+	custom_replacement?: string;
+}
+
+export interface CreateJobBody {
+	media_url?: string;
+	upload_id?: string;
+	title?: string;
+	style?: 'clean' | 'verbatim';
+	model?: 'captioner-base';
+	speaker_labels?: boolean;
+	speaker_label_style?: 'gt_name' | 'brackets' | 'colon' | 'dashes';
+	atmospherics?: boolean;
+	profanity?: 'as_spoken' | 'mask' | 'label' | 'omit';
+	redactions?: Redactions;
+	glossary?: string[];
+	webhook_url?: string;
+	metadata?: Record<string, string>;
+}
+
+export interface Job {
+	id: string;
+	object: 'job';
+	status: JobStatus;
+	progress: number | null;
+	eta: string | null;
+	title: string;
+	media: { type: 'url' | 'upload'; url: string | null; upload_id: string | null; duration_seconds: number };
+	language: string | null;
+	options: Record<string, unknown>;
+	cost: { amount: string; currency: 'usd' } | null;
+	cancellation: { reason: string; message: string } | null;
+	captions: Record<CaptionFormat, string> | null;
+	metadata: Record<string, string>;
+	created_at: string;
+	completed_at: string | null;
+}
+
+export interface Upload {
+	id: string;
+	object: 'upload';
+	upload_url: string;
+	method: 'PUT';
+	max_size_bytes: number;
+	expires_at: string;
+}
+
+export interface Account {
+	object: 'account';
+	workspace: { id: string; name: string };
+	key: { id: string; name: string; access: 'full' | 'read_only' };
+	billing: { mode: 'prepaid' | 'invoiced' | null; balance: string | null; currency: 'usd'; rate_per_minute: string | null };
+}
+
+export interface JobList {
+	object: 'list';
+	data: Job[];
+	has_more: boolean;
+}
+
+/** The service's error body (part 2.6), plus what the transport knows about the response. */
+export interface ServiceError {
+	httpCode: string;
+	code: string;
+	message: string;
+	param: string;
+	requestId: string;
+}

@@ -1,0 +1,116 @@
+// Turns a failed response into one NodeApiError that says what happened and what to do.
+// Built only from the service's error body and response headers, never from the request,
+// so the API key cannot reach an error message.
+import type { IDataObject, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
+
+import type { ServiceError } from '../helpers/types';
+
+const ADVICE: Record<string, string> = {
+	'400': 'The service refused the request. Fix the field it names and run again.',
+	'401': 'The API key was refused. Check the API key in the Captioning API credentials; a revoked key must be replaced with a new one from the dashboard.',
+	'402': 'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
+	'403': 'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
+	'404': 'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
+	'409': 'The request conflicts with an earlier one.',
+	'413': 'The JSON body is larger than the service accepts (64 KiB). Shorten the glossary, metadata or redaction terms.',
+	'415': 'The service accepts JSON bodies only.',
+	'422': 'The service cannot process this media or order.',
+	'429': 'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
+	'503': 'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	'5xx': 'The service had an internal error and the node\'s retries did not get through. Run again in a little while.',
+};
+
+const CODE_ADVICE: Record<string, string> = {
+	idempotency_conflict: 'This Idempotency-Key was already used for a different order, so the service refused to create a second one. Use a new key, or set Idempotency to Automatic.',
+};
+
+function header(response: IN8nHttpFullResponse, name: string): string {
+	const value = response.headers[name];
+	return Array.isArray(value) ? String(value[0]) : value === undefined ? '' : String(value);
+}
+
+function serviceError(response: IN8nHttpFullResponse): ServiceError {
+	const body = response.body as { error?: { code?: unknown; message?: unknown; param?: unknown } } | string | undefined;
+	const error = typeof body === 'object' && body !== null && typeof body.error === 'object' ? body.error : undefined;
+	let message = typeof error?.message === 'string' ? error.message : '';
+	if (!message) {
+		const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
+		message = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) || `HTTP ${response.statusCode}`;
+	}
+	return {
+		httpCode: String(response.statusCode),
+		code: typeof error?.code === 'string' ? error.code : '',
+		message,
+		param: typeof error?.param === 'string' ? error.param : '',
+		requestId: header(response, 'request-id'),
+	};
+}
+
+function describe(e: ServiceError, attempts: number): string {
+	const status = Number(e.httpCode);
+	const advice =
+		CODE_ADVICE[e.code] ?? ADVICE[e.httpCode] ?? (status >= 500 ? ADVICE['5xx'] : 'The service refused the request.');
+	const parts = [advice];
+	if (e.param) parts.push(`Field: ${e.param}.`);
+	if (e.code) parts.push(`Code: ${e.code}.`);
+	if (attempts > 1) parts.push(`Attempts: ${attempts}.`);
+	if (e.requestId) parts.push(`Request id (for support): ${e.requestId}.`);
+	return parts.join(' ');
+}
+
+function apiError(node: INode, e: ServiceError, description: string, itemIndex?: number): NodeApiError {
+	const error = new NodeApiError(node, e as unknown as JsonObject, {
+		message: e.message,
+		description,
+		httpCode: e.httpCode,
+		itemIndex,
+	});
+	// NodeApiError may replace the message with a generic one for the status: keep the service's words.
+	error.message = `${e.message} [HTTP ${e.httpCode}${e.code ? ` ${e.code}` : ''}]`;
+	Object.assign(error.context, { code: e.code, param: e.param, requestId: e.requestId });
+	return error;
+}
+
+export function responseError(
+	node: INode,
+	response: IN8nHttpFullResponse,
+	attempts: number,
+	itemIndex?: number,
+): NodeApiError {
+	const e = serviceError(response);
+	return apiError(node, e, describe(e, attempts), itemIndex);
+}
+
+/** A request that got no response (refused, reset, timed out, DNS). */
+export function networkError(
+	node: INode,
+	cause: unknown,
+	target: string,
+	attempts: number,
+	itemIndex?: number,
+): NodeApiError {
+	const code = networkCode(cause);
+	const e: ServiceError = {
+		httpCode: '',
+		code,
+		message: `Could not reach ${target} (${code})`,
+		param: '',
+		requestId: '',
+	};
+	const description =
+		`No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check the Base URL in the credentials, ` +
+		'the network and any proxy between n8n and the service.';
+	return apiError(node, e, description, itemIndex);
+}
+
+/** The error code of a network failure, looked up through n8n's wrappers. */
+export function networkCode(cause: unknown): string {
+	let current: unknown = cause;
+	for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+		const { code } = current as IDataObject;
+		if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+		current = (current as { cause?: unknown }).cause;
+	}
+	return 'ECONNECTION';
+}

@@ -1,0 +1,80 @@
+// Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
+import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
+import type { Readable } from 'node:stream';
+
+import type { ApiContext, RetryPolicy } from './index';
+import { CREDENTIAL_NAME, sameOrigin, sendWithRetries } from './index';
+
+export interface PutOptions {
+	uploadUrl: string;
+	size: number;
+	/** Opens the file afresh for each attempt: a stream can only be sent once. */
+	open: () => Promise<Readable | Buffer>;
+	itemIndex?: number;
+	retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * PUTs raw bytes to a presigned upload URL: streamed, with Content-Length, without the API key
+ * (plain httpRequest, not the authenticated one) and without following redirects.
+ */
+export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Promise<void> {
+	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
+	await sendWithRetries(
+		ctx,
+		{ retryable: true, target, itemIndex: options.itemIndex, retry: options.retry },
+		async () => {
+			const request: IHttpRequestOptions = {
+				method: 'PUT',
+				url: options.uploadUrl,
+				body: await options.open(),
+				headers: { 'Content-Length': String(options.size) },
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				disableFollowRedirect: true,
+				// An idle limit, not a total: a 5 GB upload takes as long as it takes.
+				timeout: 120000,
+			};
+			return (await ctx.helpers.httpRequest(request)) as IN8nHttpFullResponse;
+		},
+	);
+}
+
+export interface Download {
+	data: Buffer;
+	contentType: string;
+}
+
+/**
+ * Downloads a captions link. The API key goes only to the base URL's origin (and then no redirect
+ * is followed); a link on another host is fetched without it.
+ */
+export async function downloadFile(
+	ctx: ApiContext,
+	url: string,
+	baseUrl: string,
+	itemIndex?: number,
+	retry?: Partial<RetryPolicy>,
+): Promise<Download> {
+	const withKey = sameOrigin(url, baseUrl);
+	const request: IHttpRequestOptions = {
+		method: 'GET',
+		url,
+		encoding: 'arraybuffer',
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+		disableFollowRedirect: withKey,
+		timeout: 60000,
+	};
+	const target = withKey ? `the captioning service at ${new URL(baseUrl).origin}` : `the captions host ${new URL(url).origin}`;
+	const response = await sendWithRetries(ctx, { retryable: true, target, itemIndex, retry }, async () =>
+		withKey
+			? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })) as IN8nHttpFullResponse)
+			: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
+	);
+	const type = response.headers['content-type'];
+	return {
+		data: Buffer.from(response.body as ArrayBuffer),
+		contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
+	};
+}

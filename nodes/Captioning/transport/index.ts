@@ -1,0 +1,223 @@
+// The one way the nodes talk to the service: apiRequest over httpRequestWithAuthentication,
+// retries with backoff and jitter, paging, and errors mapped once.
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	IHookFunctions,
+	IHttpRequestMethods,
+	IHttpRequestOptions,
+	ILoadOptionsFunctions,
+	IN8nHttpFullResponse,
+	IWebhookFunctions,
+} from 'n8n-workflow';
+import * as workflow from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import type { Job, JobList } from '../helpers/types';
+import { networkError, responseError } from './errors';
+
+export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions;
+
+export const CREDENTIAL_NAME = 'captioningApi';
+
+export interface RetryPolicy {
+	/** Attempts in all, the first included. */
+	maxAttempts: number;
+	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
+	baseDelayMs: number;
+	maxDelayMs: number;
+	/** The longest wait a single Retry-After may impose; longer ones end the retries. */
+	maxRetryAfterMs: number;
+	/** 503 temporarily_unavailable without Retry-After: the interface says retry after 5 s. */
+	unavailableDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = {
+	maxAttempts: 6,
+	baseDelayMs: 500,
+	maxDelayMs: 8000,
+	maxRetryAfterMs: 60000,
+	unavailableDelayMs: 5000,
+};
+
+/** Sleeps, waking early (with an error) when the execution is cancelled. */
+export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+	// n8n 1.x has sleepWithAbort(ms, signal); n8n 2.x folds it into sleep(ms, signal).
+	const withAbort = (workflow as { sleepWithAbort?: (ms: number, signal: AbortSignal) => Promise<void> })
+		.sleepWithAbort;
+	if (signal && withAbort) return await withAbort(ms, signal);
+	return await (workflow.sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(ms, signal);
+}
+
+export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
+	return 'getExecutionCancelSignal' in ctx ? ctx.getExecutionCancelSignal() : undefined;
+}
+
+function isRetryableStatus(status: number): boolean {
+	return status === 429 || status >= 500;
+}
+
+function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
+	const raw = response.headers['retry-after'];
+	if (raw === undefined) return undefined;
+	const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
+	if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+	const date = Date.parse(String(raw));
+	return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Exponential backoff with "equal jitter": half fixed, half random, so parallel items spread out. */
+function backoffMs(policy: RetryPolicy, attempt: number): number {
+	const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+	return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+export interface SendOptions {
+	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
+	retryable: boolean;
+	/** Names the target in network errors: never a URL with a signature in it. */
+	target: string;
+	itemIndex?: number;
+	retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * Sends with retries: 429, 5xx and network errors are retried with backoff and jitter,
+ * honouring Retry-After; any other non-2xx ends at once. `send` must make a fresh request
+ * each time (a stream body is reopened by the caller).
+ */
+export async function sendWithRetries(
+	ctx: ApiContext,
+	options: SendOptions,
+	send: () => Promise<IN8nHttpFullResponse>,
+): Promise<IN8nHttpFullResponse> {
+	const policy = { ...DEFAULT_RETRY, ...options.retry };
+	const signal = cancelSignal(ctx);
+	for (let attempt = 1; ; attempt++) {
+		let response: IN8nHttpFullResponse;
+		try {
+			response = await send();
+		} catch (error) {
+			if (signal?.aborted) throw error;
+			if (!options.retryable || attempt >= policy.maxAttempts) {
+				throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
+			}
+			await pause(backoffMs(policy, attempt), signal);
+			continue;
+		}
+		const status = response.statusCode;
+		if (status >= 200 && status < 300) return response;
+		if (!options.retryable || !isRetryableStatus(status) || attempt >= policy.maxAttempts) {
+			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		}
+		let delay = retryAfterMs(response);
+		if (delay === undefined) delay = status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt);
+		if (delay > policy.maxRetryAfterMs) throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
+		await pause(delay + Math.random() * Math.min(250, policy.baseDelayMs), signal);
+	}
+}
+
+/** The credentials' base URL, checked and without a trailing slash. */
+export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string> {
+	const credentials = await ctx.getCredentials<{ baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
+	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	let url: URL | undefined;
+	try {
+		url = new URL(baseUrl);
+	} catch {
+		url = undefined;
+	}
+	if (!url || !['http:', 'https:'].includes(url.protocol) || !url.pathname.endsWith('/v1')) {
+		throw new NodeOperationError(ctx.getNode(), `The Base URL "${baseUrl}" in the Captioning API credentials is not valid`, {
+			itemIndex,
+			description: 'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
+		});
+	}
+	return baseUrl;
+}
+
+export function sameOrigin(url: string, baseUrl: string): boolean {
+	try {
+		return new URL(url).origin === new URL(baseUrl).origin;
+	} catch {
+		return false;
+	}
+}
+
+export interface ApiRequestOptions {
+	body?: IDataObject;
+	qs?: IDataObject;
+	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
+	idempotencyKey?: string;
+	itemIndex?: number;
+	retry?: Partial<RetryPolicy>;
+}
+
+export interface ApiResponse<T> {
+	body: T;
+	headers: IDataObject;
+	statusCode: number;
+}
+
+/** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
+export async function apiRequest<T>(
+	ctx: ApiContext,
+	method: IHttpRequestMethods,
+	path: string,
+	options: ApiRequestOptions = {},
+): Promise<ApiResponse<T>> {
+	const baseUrl = await getBaseUrl(ctx, options.itemIndex);
+	const headers: IDataObject = {};
+	if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = options.idempotencyKey;
+	const request: IHttpRequestOptions = {
+		method,
+		url: `${baseUrl}${path}`,
+		qs: options.qs,
+		body: options.body,
+		headers,
+		json: true,
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+		// n8n forwards credentials across origins on redirect by default: never follow one with the key.
+		disableFollowRedirect: true,
+		timeout: 60000,
+	};
+	const retryable = !(method === 'POST' && path === '/jobs' && options.idempotencyKey === undefined);
+	const response = await sendWithRetries(
+		ctx,
+		{ retryable, target: `the captioning service at ${new URL(baseUrl).origin}`, itemIndex: options.itemIndex, retry: options.retry },
+		async () =>
+			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
+				...request,
+				headers: { ...headers },
+			})) as IN8nHttpFullResponse,
+	);
+	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
+}
+
+/** GET /jobs, following `starting_after` while `has_more`, up to `limit` jobs (all when undefined). */
+export async function listJobs(
+	ctx: ApiContext,
+	filters: IDataObject,
+	limit: number | undefined,
+	itemIndex?: number,
+): Promise<Job[]> {
+	const jobs: Job[] = [];
+	let startingAfter: string | undefined;
+	for (;;) {
+		const pageSize = limit === undefined ? 100 : Math.min(100, limit - jobs.length);
+		const qs: IDataObject = { ...filters, limit: pageSize };
+		if (startingAfter) qs.starting_after = startingAfter;
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex });
+		jobs.push(...body.data);
+		if (!body.has_more || body.data.length === 0 || (limit !== undefined && jobs.length >= limit)) break;
+		startingAfter = body.data[body.data.length - 1].id;
+	}
+	return limit === undefined ? jobs : jobs.slice(0, limit);
+}
+
+/** Encodes an id for use as one path segment. */
+export function segment(id: string): string {
+	return encodeURIComponent(id);
+}

@@ -1,0 +1,288 @@
+// Runs workflows in-process with n8n's own execution engine (n8n-core's WorkflowExecute, real
+// request helpers, real binary data service in filesystem mode), without an n8n server.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+// n8n-core reads its user folder when first loaded: give it a private one.
+if (!process.env.N8N_USER_FOLDER) {
+	process.env.N8N_USER_FOLDER = mkdtempSync(path.join(tmpdir(), 'n8n-harness-'));
+}
+process.env.N8N_DEFAULT_BINARY_DATA_MODE ??= 'filesystem';
+process.env.N8N_BINARY_DATA_SIGNING_SECRET ??= 'harness-signing-secret';
+
+import { BinaryDataService, ExecutionLifecycleHooks, WorkflowExecute } from 'n8n-core';
+import type {
+	ICredentialDataDecryptedObject,
+	ICredentialType,
+	IDataObject,
+	IExecuteData,
+	IHttpRequestOptions,
+	INode,
+	INodeCredentialsDetails,
+	INodeExecutionData,
+	INodeType,
+	INodeTypes,
+	IRun,
+	IRunExecutionData,
+	IVersionedNodeType,
+	IWorkflowExecuteAdditionalData,
+	WorkflowExecuteMode,
+} from 'n8n-workflow';
+import { ICredentialsHelper, Workflow } from 'n8n-workflow';
+import type { Readable } from 'node:stream';
+
+import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
+
+// n8n-core's own copy of the DI container (other dev tools bring another version of @n8n/di).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Container } = require(require.resolve('@n8n/di', { paths: [path.dirname(require.resolve('n8n-core'))] })) as typeof import('@n8n/di');
+
+const credentialTypes: Record<string, ICredentialType> = { captioningApi: new CaptioningApi() };
+
+/**
+ * Applies a credential type's `authenticate` the way n8n's CLI does: a function is called,
+ * a generic definition has its expressions resolved against the credentials and merged in.
+ */
+class HarnessCredentialsHelper extends ICredentialsHelper {
+	constructor(private readonly credentials: Record<string, ICredentialDataDecryptedObject>) {
+		super();
+	}
+
+	getParentTypes(): string[] {
+		return [];
+	}
+
+	async authenticate(
+		credentials: ICredentialDataDecryptedObject,
+		typeName: string,
+		requestOptions: IHttpRequestOptions,
+		workflow: Workflow,
+		node: INode,
+	): Promise<IHttpRequestOptions> {
+		const type = credentialTypes[typeName];
+		const authenticate = type?.authenticate;
+		if (typeof authenticate === 'function') return await authenticate(credentials, requestOptions);
+		if (!authenticate || authenticate.type !== 'generic') return requestOptions;
+		const resolve = (value: unknown) =>
+			workflow.expression.getSimpleParameterValue(
+				node,
+				value as string,
+				'internal',
+				{ $credentials: credentials },
+				undefined,
+				'',
+			) as string;
+		const out = { ...requestOptions } as IDataObject;
+		for (const [outer, props] of Object.entries(authenticate.properties)) {
+			const target = { ...((out[outer] as IDataObject | undefined) ?? {}) };
+			for (const [k, v] of Object.entries(props as IDataObject)) target[resolve(k)] = resolve(v);
+			out[outer] = target;
+		}
+		return out as unknown as IHttpRequestOptions;
+	}
+
+	async preAuthentication(): Promise<undefined> {
+		return undefined;
+	}
+
+	async getCredentials(): Promise<never> {
+		throw new Error('not used by these nodes');
+	}
+
+	async getDecrypted(
+		_additionalData: IWorkflowExecuteAdditionalData,
+		_nodeCredentials: INodeCredentialsDetails,
+		type: string,
+	): Promise<ICredentialDataDecryptedObject> {
+		const data = this.credentials[type];
+		if (!data) throw new Error(`No credentials of type ${type} were given to the harness`);
+		return data;
+	}
+
+	async updateCredentials(): Promise<void> {}
+
+	async updateCredentialsOauthTokenData(): Promise<void> {}
+
+	getCredentialsProperties() {
+		return [];
+	}
+
+	isCredentialUsableByNode(): boolean {
+		return true;
+	}
+}
+
+export class HarnessNodeTypes implements INodeTypes {
+	private readonly types: Record<string, INodeType> = {};
+
+	constructor(types: Record<string, INodeType>) {
+		for (const [name, type] of Object.entries(types)) this.types[name] = type;
+	}
+
+	getByName(name: string): INodeType | IVersionedNodeType {
+		return this.getByNameAndVersion(name);
+	}
+
+	getByNameAndVersion(name: string): INodeType {
+		const type = this.types[name];
+		if (!type) throw new Error(`Unknown node type ${name}`);
+		return type;
+	}
+
+	getKnownTypes() {
+		return {};
+	}
+}
+
+let binaryReady: Promise<BinaryDataService> | undefined;
+
+/** n8n's binary data service in filesystem mode, as n8n runs it by default. */
+export async function binaryDataService(): Promise<BinaryDataService> {
+	binaryReady ??= (async () => {
+		const service = Container.get(BinaryDataService);
+		await service.init();
+		return service;
+	})();
+	return await binaryReady;
+}
+
+/** Stores bytes in n8n's binary store the way a core node (e.g. Read Files From Disk) does. */
+export async function storeBinary(
+	data: Buffer | Readable,
+	meta: { fileName: string; mimeType: string },
+	executionId = 'harness',
+): Promise<INodeExecutionData['binary']> {
+	const service = await binaryDataService();
+	const stored = await service.store({ type: 'execution', workflowId: 'harness', executionId }, data, {
+		data: '',
+		mimeType: meta.mimeType,
+		fileName: meta.fileName,
+	});
+	return { data: stored };
+}
+
+export interface RunOptions {
+	/** The workflow's nodes; the first one receives `input`. */
+	nodes: INode[];
+	connections?: Workflow['connectionsBySourceNode'];
+	nodeTypes: Record<string, INodeType>;
+	credentials?: Record<string, ICredentialDataDecryptedObject>;
+	input?: INodeExecutionData[];
+	mode?: WorkflowExecuteMode;
+	executionId?: string;
+	/** Resolves with the AbortController n8n uses to cancel the run. */
+	onStart?: (cancel: () => void) => void;
+}
+
+export interface RunResult {
+	run: IRun;
+	/** Output items of a node's first run, first output. */
+	output(nodeName: string): INodeExecutionData[];
+	/** The error a node ended with, if any. */
+	error(nodeName: string): Error | undefined;
+}
+
+let executionCounter = 0;
+
+/** Runs a workflow through n8n's WorkflowExecute and resolves when n8n reports it finished. */
+export async function runWorkflow(options: RunOptions): Promise<RunResult> {
+	await binaryDataService();
+	const executionId = options.executionId ?? `harness-${++executionCounter}`;
+	const nodeTypes = new HarnessNodeTypes(options.nodeTypes);
+	const workflow = new Workflow({
+		id: 'harness',
+		name: 'harness',
+		nodes: options.nodes,
+		connections: options.connections ?? {},
+		active: false,
+		nodeTypes,
+		settings: {},
+	});
+	const hooks = new ExecutionLifecycleHooks(options.mode ?? 'manual', executionId, {
+		id: 'harness',
+		name: 'harness',
+		active: false,
+		isArchived: false,
+		createdAt: new Date(),
+		updatedAt: new Date(),
+		nodes: options.nodes,
+		connections: options.connections ?? {},
+		activeVersionId: null,
+	});
+	let finished!: (run: IRun) => void;
+	const done = new Promise<IRun>((resolve) => (finished = resolve));
+	hooks.addHandler('workflowExecuteAfter', (run) => finished(run));
+
+	const additionalData = {
+		hooks,
+		credentialsHelper: new HarnessCredentialsHelper(options.credentials ?? {}),
+		executionId,
+		restApiUrl: 'http://127.0.0.1:5678/rest',
+		instanceBaseUrl: 'http://127.0.0.1:5678/',
+		formWaitingBaseUrl: 'http://127.0.0.1:5678/form-waiting',
+		webhookBaseUrl: 'http://127.0.0.1:5678/webhook',
+		webhookWaitingBaseUrl: 'http://127.0.0.1:5678/webhook-waiting',
+		webhookTestBaseUrl: 'http://127.0.0.1:5678/webhook-test',
+		currentNodeParameters: undefined,
+		executionTimeoutTimestamp: undefined,
+		userId: 'harness-user',
+		variables: {},
+		setExecutionStatus: () => {},
+		sendDataToUI: () => {},
+		logAiEvent: () => {},
+		executeWorkflow: async () => {
+			throw new Error('sub-workflows are not used by these tests');
+		},
+		getRunExecutionData: async () => undefined,
+		startRunnerTask: async () => {
+			throw new Error('code runners are not used by these tests');
+		},
+		externalSecretsProxy: { hasProvider: () => false, getSecret: () => undefined, listProviders: () => [], listSecrets: () => [] },
+	} as unknown as IWorkflowExecuteAdditionalData;
+
+	const start = workflow.getStartNode() ?? options.nodes[0];
+	const runExecutionData: IRunExecutionData = {
+		startData: {},
+		resultData: { runData: {} },
+		executionData: {
+			contextData: {},
+			metadata: {},
+			nodeExecutionStack: [
+				{ node: start, data: { main: [options.input ?? [{ json: {} }]] }, source: null } as IExecuteData,
+			],
+			waitingExecution: {},
+			waitingExecutionSource: {},
+		},
+	} as IRunExecutionData;
+
+	const execute = new WorkflowExecute(additionalData, options.mode ?? 'manual', runExecutionData);
+	const running = execute.processRunExecutionData(workflow);
+	options.onStart?.(() => running.cancel());
+	const run = await done;
+	await running.catch(() => undefined);
+	return {
+		run,
+		output(nodeName) {
+			const task = run.data.resultData.runData[nodeName]?.[0];
+			return task?.data?.main?.[0] ?? [];
+		},
+		error(nodeName) {
+			return run.data.resultData.runData[nodeName]?.[0]?.error as Error | undefined;
+		},
+	};
+}
+
+/** A node of a given type with parameters, for runWorkflow. */
+export function node(name: string, type: string, parameters: IDataObject, extra: Partial<INode> = {}): INode {
+	return {
+		id: `${name}-id`,
+		name,
+		type,
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: parameters as INode['parameters'],
+		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
+		...extra,
+	};
+}
