@@ -86,6 +86,10 @@ class HarnessCredentialsHelper extends ICredentialsHelper {
 		return undefined;
 	}
 
+	async runPreAuthentication(): Promise<undefined> {
+		return undefined;
+	}
+
 	async getCredentials(): Promise<never> {
 		throw new Error('not used by these nodes');
 	}
