@@ -246,9 +246,9 @@ async function createSandbox(options = {}) {
 			return;
 		}
 		const headers = fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
-		const code = fault.status === 503 ? 'temporarily_unavailable' : fault.status === 429 ? 'rate_limited' : 'internal_error';
-		const message = fault.status === 503 ? 'Job submission is busy; retry after 5 seconds.' : 'Injected fault.';
-		sendError(res, new ApiError(fault.status, code, message), headers);
+		const code = fault.code ?? (fault.status === 503 ? 'temporarily_unavailable' : fault.status === 429 ? 'rate_limited' : 'internal_error');
+		const message = fault.message ?? (fault.status === 503 ? 'Job submission is busy; retry after 5 seconds.' : 'Injected fault.');
+		sendError(res, new ApiError(fault.status, code, message, fault.param ?? ''), headers);
 	}
 
 	function canonical(value) {
@@ -762,7 +762,7 @@ async function createSandbox(options = {}) {
 		ledger,
 		limits,
 		workspaces: [...workspaces.values()].map((w) => ({ id: w.id, name: w.name, billing: w.billing.mode })),
-		/** Queue faults for a route ('POST /jobs', 'GET /jobs/{id}', 'PUT /uploads', ...): {kind: 'status'|'reset'|'lose-response'|'redirect', status, retryAfter, times, location}. */
+		/** Queue faults for a route ('POST /jobs', 'GET /jobs/{id}', 'PUT /uploads', ...): {kind: 'status'|'reset'|'lose-response'|'redirect', status, code, message, param, retryAfter, times, location}. */
 		injectFault(route, fault) {
 			faults.push({ match: route, times: 1, kind: 'status', ...fault });
 		},

@@ -1,0 +1,64 @@
+// Typed access to the sandbox (plain JavaScript, a dev tool) for the tests.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const server = require('../../sandbox/server') as { createSandbox: (options?: object) => Promise<Sandbox> };
+
+export interface LedgerRequest {
+	requestId: string;
+	method: string;
+	path: string;
+	route?: string;
+	query: Record<string, string>;
+	authorization: boolean;
+	idempotencyKey: string | null;
+	keyName: string | null;
+	status: number | null;
+	body?: Record<string, unknown>;
+	fault?: string | number;
+}
+
+export interface Sandbox {
+	baseUrl: string;
+	storageOrigin: string;
+	keys: Record<'full' | 'readOnly' | 'revoked' | 'otherWorkspace' | 'noBalance', string>;
+	ledger: {
+		requests: LedgerRequest[];
+		jobs: Array<{ id: string; workspaceId: string; body: Record<string, unknown>; idempotencyKey: string | null }>;
+		charges: Array<{ jobId: string; amountCents: number }>;
+		refunds: Array<{ jobId: string; amountCents: number }>;
+		uploads: Array<{
+			id: string;
+			filename: string | null;
+			contentType: string | null;
+			declaredBytes: number | null;
+			receivedBytes: number;
+			sha256: string | null;
+			complete: boolean;
+			authorizationSeen: boolean;
+			contentLengthSent: number | null;
+			puts: number;
+		}>;
+		deliveries: Array<{ eventId: string; type: string; jobId: string; url: string; attempt: number; status: number | null; error: string | null }>;
+		captionDownloads: Array<{ origin: string; jobId: string; format: string; authorization: boolean }>;
+		storageRequests: Array<{ method: string; path: string; authorization: boolean; status: number | null }>;
+	};
+	injectFault(
+		route: string,
+		fault: { kind?: string; status?: number; code?: string; message?: string; param?: string; retryAfter?: number; times?: number; location?: string },
+	): void;
+	setRandomFaults(config: { rate: number; kinds: Array<{ kind: string; status?: number; retryAfter?: number }>; match?: string } | null, seed?: number): void;
+	clearFaults(): void;
+	setRateLimits(limits: { readPerSecond?: number; writePerSecond?: number }): void;
+	setTiming(timing: { queuedMs: number; processingMs: number } | null): void;
+	setCaptionsOn(where: 'api' | 'storage'): void;
+	setWebhook(config: { attempts?: number; duplicate?: boolean; rejectUnauthorized?: boolean; ca?: Buffer }): void;
+	completeJob(id: string): Record<string, unknown>;
+	cancelJob(id: string, reason: string): Record<string, unknown>;
+	startJob(id: string): Record<string, unknown>;
+	job(id: string): Record<string, unknown>;
+	balance(workspaceIndex?: number): string;
+	settleDeliveries(): Promise<void>;
+	resetLedger(): void;
+	close(): Promise<void>;
+}
+
+export const createSandbox = server.createSandbox;
