@@ -9,6 +9,7 @@ if (!process.env.N8N_USER_FOLDER) {
 	process.env.N8N_USER_FOLDER = mkdtempSync(path.join(tmpdir(), 'n8n-harness-'));
 }
 process.env.N8N_DEFAULT_BINARY_DATA_MODE ??= 'filesystem';
+process.env.N8N_LOG_LEVEL ??= 'silent';
 process.env.N8N_BINARY_DATA_SIGNING_SECRET ??= 'harness-signing-secret';
 
 import { BinaryDataService, ExecutionLifecycleHooks, WorkflowExecute } from 'n8n-core';

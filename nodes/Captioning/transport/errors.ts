@@ -18,6 +18,7 @@ const ADVICE: Record<string, string> = {
 	'422': 'The service cannot process this media or order.',
 	'429': 'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
 	'503': 'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	'3xx': 'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
 	'5xx': 'The service had an internal error and the node\'s retries did not get through. Run again in a little while.',
 };
 
@@ -36,7 +37,11 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	let message = typeof error?.message === 'string' ? error.message : '';
 	if (!message) {
 		const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
-		message = text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) || `HTTP ${response.statusCode}`;
+		message =
+			text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) ||
+			(response.statusCode >= 300 && response.statusCode < 400
+				? `Redirect to ${header(response, 'location') || 'another location'} not followed`
+				: `HTTP ${response.statusCode}`);
 	}
 	return {
 		httpCode: String(response.statusCode),
@@ -50,7 +55,9 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 function describe(e: ServiceError, attempts: number): string {
 	const status = Number(e.httpCode);
 	const advice =
-		CODE_ADVICE[e.code] ?? ADVICE[e.httpCode] ?? (status >= 500 ? ADVICE['5xx'] : 'The service refused the request.');
+		CODE_ADVICE[e.code] ??
+		ADVICE[e.httpCode] ??
+		(status >= 500 ? ADVICE['5xx'] : status >= 300 && status < 400 ? ADVICE['3xx'] : 'The service refused the request.');
 	const parts = [advice];
 	if (e.param) parts.push(`Field: ${e.param}.`);
 	if (e.code) parts.push(`Code: ${e.code}.`);
@@ -67,7 +74,8 @@ function apiError(node: INode, e: ServiceError, description: string, itemIndex?:
 		itemIndex,
 	});
 	// NodeApiError may replace the message with a generic one for the status: keep the service's words.
-	error.message = `${e.message} [HTTP ${e.httpCode}${e.code ? ` ${e.code}` : ''}]`;
+	const tag = [e.httpCode && `HTTP ${e.httpCode}`, e.code].filter(Boolean).join(' ');
+	error.message = tag && e.httpCode ? `${e.message} [${tag}]` : e.message;
 	Object.assign(error.context, { code: e.code, param: e.param, requestId: e.requestId });
 	return error;
 }

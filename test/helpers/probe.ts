@@ -1,0 +1,60 @@
+// A test-only node that calls the transport with its parameters, so the transport runs inside
+// n8n's real execution context (real request helpers, real credential authentication).
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import { createReadStream } from 'node:fs';
+
+import { apiRequest, getBaseUrl, listJobs } from '../../nodes/Captioning/transport';
+import { downloadFile, putUploadBytes } from '../../nodes/Captioning/transport/files';
+import type { RetryPolicy } from '../../nodes/Captioning/transport';
+
+/** Short waits for tests; the 5 s of 503 and Retry-After are kept unless a test overrides them. */
+export const FAST_RETRY: Partial<RetryPolicy> = { baseDelayMs: 20, maxDelayMs: 100 };
+
+export const probe: INodeType = {
+	description: {
+		displayName: 'Transport Probe',
+		name: 'transportProbe',
+		group: ['transform'],
+		version: 1,
+		description: 'Calls the transport (tests only)',
+		defaults: { name: 'Probe' },
+		inputs: ['main'],
+		outputs: ['main'],
+		credentials: [{ name: 'captioningApi', required: true }],
+		properties: [],
+	} as unknown as INodeTypeDescription,
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const p = this.getInputData()[0].json;
+		const retry = { ...FAST_RETRY, ...(p.retry as Partial<RetryPolicy> | undefined) };
+		switch (p.op) {
+			case 'api': {
+				const r = await apiRequest(this, p.method as 'GET', p.path as string, {
+					body: p.body as IDataObject | undefined,
+					qs: p.qs as IDataObject | undefined,
+					idempotencyKey: p.idempotencyKey as string | undefined,
+					retry,
+				});
+				return [[{ json: { statusCode: r.statusCode, headers: r.headers, body: r.body as IDataObject } }]];
+			}
+			case 'list': {
+				const jobs = await listJobs(this, (p.filters as IDataObject) ?? {}, p.limit as number | undefined);
+				return [[{ json: { ids: jobs.map((j) => j.id) } }]];
+			}
+			case 'put': {
+				const file = p.file as string;
+				await putUploadBytes(this, {
+					uploadUrl: p.uploadUrl as string,
+					size: p.size as number,
+					open: async () => (file ? createReadStream(file) : Buffer.from(p.data as string)),
+					retry,
+				});
+				return [[{ json: { ok: true } }]];
+			}
+			case 'download': {
+				const d = await downloadFile(this, p.url as string, await getBaseUrl(this), 0, retry);
+				return [[{ json: { contentType: d.contentType, text: d.data.toString('utf8') } }]];
+			}
+		}
+		throw new Error(`unknown op ${String(p.op)}`);
+	},
+};

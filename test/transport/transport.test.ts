@@ -1,0 +1,279 @@
+// The transport against the sandbox, inside n8n's real execution engine.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { IDataObject } from 'n8n-workflow';
+import type { NodeApiError } from 'n8n-workflow';
+
+import { node, runWorkflow } from '../harness/n8n';
+import { httpsReceiver } from '../helpers/https';
+import { probe } from '../helpers/probe';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+beforeAll(async () => {
+	sb = await createSandbox({ timing: null });
+});
+afterAll(async () => await sb.close());
+beforeEach(() => {
+	sb.clearFaults();
+	sb.setRateLimits({});
+	sb.setCaptionsOn('api');
+	sb.resetLedger();
+});
+
+const MEDIA = 'https://media.example.com/talk.mp4';
+
+async function runProbe(instructions: IDataObject, key: string = sb.keys.full, baseUrl = sb.baseUrl) {
+	const result = await runWorkflow({
+		nodes: [node('Probe', 'transportProbe', {})],
+		nodeTypes: { transportProbe: probe },
+		credentials: { captioningApi: { apiKey: key, baseUrl } },
+		input: [{ json: instructions }],
+	});
+	return { json: result.output('Probe')[0]?.json, error: result.error('Probe') as NodeApiError | undefined };
+}
+
+/** Everything an error carries, as n8n stores it in the execution (and shows it). */
+function everything(error: unknown): string {
+	return JSON.stringify(error);
+}
+
+const attemptsOf = (route: string) => sb.ledger.requests.filter((r) => r.route === route).length;
+
+describe('error mapping: every status of part 7 becomes one NodeApiError', () => {
+	test.each<[string, IDataObject, string | undefined, { status: string; code: string; text: RegExp; advice: RegExp; param?: string }]>([
+		['400 invalid request', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA, style: 'fancy' }, idempotencyKey: 'k400' }, undefined,
+			{ status: '400', code: 'invalid_parameter', text: /style must be one of/, advice: /Fix the field/, param: 'style' }],
+		['401 wrong key', { op: 'api', method: 'GET', path: '/account' }, 'sk_wrong',
+			{ status: '401', code: 'invalid_api_key', text: /not valid/, advice: /Check the API key/ }],
+		['401 revoked key', { op: 'api', method: 'GET', path: '/account' }, 'revoked',
+			{ status: '401', code: 'api_key_revoked', text: /revoked/, advice: /replaced with a new one/ }],
+		['402 no balance', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k402' }, 'noBalance',
+			{ status: '402', code: 'insufficient_funds', text: /prepaid balance/, advice: /Top up/ }],
+		['403 read-only key ordering', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k403' }, 'readOnly',
+			{ status: '403', code: 'insufficient_permissions', text: /read-only/, advice: /full access/ }],
+		['404 unknown job', { op: 'api', method: 'GET', path: '/jobs/6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' }, undefined,
+			{ status: '404', code: 'not_found', text: /No job/, advice: /Check the id/, param: 'id' }],
+		['413 body too large', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA, glossary: Array(700).fill('y'.repeat(100)) }, idempotencyKey: 'k413' }, undefined,
+			{ status: '413', code: 'body_too_large', text: /exceeds/, advice: /64 KiB/ }],
+		['422 media too long', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: `${MEDIA}?duration=50000` }, idempotencyKey: 'k422' }, undefined,
+			{ status: '422', code: 'media_too_long', text: /longer than/, advice: /cannot process/, param: 'media_url' }],
+	])('%s', async (_name, instructions, keyName, expected) => {
+		const key = keyName === undefined ? sb.keys.full : ((sb.keys as Record<string, string>)[keyName] ?? keyName);
+		const { error } = await runProbe(instructions, key);
+		expect(error).toMatchObject({ name: 'NodeApiError' });
+		expect(error!.httpCode).toBe(expected.status);
+		expect(error!.message).toMatch(expected.text);
+		expect(error!.message).toContain(`[HTTP ${expected.status} ${expected.code}]`);
+		expect(error!.description).toMatch(expected.advice);
+		expect(error!.context).toMatchObject({ code: expected.code, requestId: expect.stringMatching(/^req_/) });
+		if (expected.param) expect(error!.context.param).toBe(expected.param);
+		expect(everything(error)).not.toContain(key);
+		expect(everything(error)).not.toContain(sb.keys.full);
+	});
+
+	test('409 idempotency_conflict explains the key was used for another order', async () => {
+		await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k409' });
+		const { error } = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: `${MEDIA}?v=2` }, idempotencyKey: 'k409' });
+		expect(error!.httpCode).toBe('409');
+		expect(error!.context.code).toBe('idempotency_conflict');
+		expect(error!.description).toMatch(/already used for a different order/);
+	});
+
+	test.each([
+		[415, 'unsupported_content_type'],
+		[500, 'internal_error'],
+		[503, 'temporarily_unavailable'],
+		[429, 'rate_limited'],
+	])('%d (injected, retries used up) keeps the status, code and attempts', async (status, code) => {
+		sb.injectFault('GET /account', { status, code, retryAfter: 0, times: 10 });
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 3 } });
+		expect(error!.httpCode).toBe(String(status));
+		expect(error!.context.code).toBe(code);
+		expect(attemptsOf('GET /account')).toBe(status === 415 ? 1 : 3);
+		if (status !== 415) expect(error!.description).toContain('Attempts: 3.');
+		expect(everything(error)).not.toContain(sb.keys.full);
+	});
+
+	test('an unreachable base URL is a network error naming the host, without the key', async () => {
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 2 } }, sb.keys.full, 'http://127.0.0.1:9/v1');
+		expect(error!.message).toBe('Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)');
+		expect(error!.description).toMatch(/in 2 attempts/);
+		expect(everything(error)).not.toContain(sb.keys.full);
+	});
+
+	test('a base URL without /v1 is refused before any request', async () => {
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' }, sb.keys.full, sb.baseUrl.replace(/\/v1$/, ''));
+		expect(error!.message).toMatch(/Base URL .* is not valid/);
+		expect(error!.description).toMatch(/ending in the version segment \/v1/);
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+});
+
+describe('retries', () => {
+	test('500 twice, then success: three attempts', async () => {
+		sb.injectFault('GET /account', { status: 500, times: 2 });
+		const { json, error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
+		expect(error).toBeUndefined();
+		expect((json!.body as IDataObject).object).toBe('account');
+		expect(attemptsOf('GET /account')).toBe(3);
+	});
+
+	test('connection resets are retried', async () => {
+		sb.injectFault('GET /account', { kind: 'reset', times: 2 });
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
+		expect(error).toBeUndefined();
+		expect(attemptsOf('GET /account')).toBe(3);
+	});
+
+	test('429 waits for Retry-After before the next attempt', async () => {
+		sb.injectFault('GET /account', { status: 429, retryAfter: 1 });
+		const started = Date.now();
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
+		expect(error).toBeUndefined();
+		const [first, second] = sb.ledger.requests.filter((r) => r.route === 'GET /account');
+		expect(second).toBeDefined();
+		expect((second as unknown as { at: number }).at - (first as unknown as { at: number }).at).toBeGreaterThanOrEqual(1000);
+		expect(Date.now() - started).toBeLessThan(5000);
+	});
+
+	test('503 without Retry-After waits the 5 seconds the interface asks for', async () => {
+		sb.injectFault('GET /account', { status: 503 });
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
+		expect(error).toBeUndefined();
+		const [first, second] = sb.ledger.requests.filter((r) => r.route === 'GET /account') as unknown as Array<{ at: number }>;
+		expect(second.at - first.at).toBeGreaterThanOrEqual(5000);
+	}, 15000);
+
+	test('a Retry-After longer than the policy allows ends the retries at once', async () => {
+		sb.injectFault('GET /account', { status: 429, retryAfter: 3600 });
+		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
+		expect(error!.httpCode).toBe('429');
+		expect(attemptsOf('GET /account')).toBe(1);
+	});
+
+	test('POST /jobs without an Idempotency-Key is never retried', async () => {
+		sb.injectFault('POST /jobs', { status: 500 });
+		const first = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA } });
+		expect(first.error!.httpCode).toBe('500');
+		sb.injectFault('POST /jobs', { kind: 'lose-response' });
+		const second = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA } });
+		expect(second.error!.message).toMatch(/Could not reach/);
+		expect(attemptsOf('POST /jobs')).toBe(2);
+		expect(sb.ledger.jobs).toHaveLength(1);
+	});
+
+	test('a lost POST /jobs response is retried with its Idempotency-Key into exactly one job and one charge', async () => {
+		sb.injectFault('POST /jobs', { kind: 'lose-response' });
+		const { json, error } = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'lost-once' });
+		expect(error).toBeUndefined();
+		expect(json!.statusCode).toBe(200);
+		expect((json!.headers as IDataObject)['idempotent-replayed']).toBe('true');
+		expect(attemptsOf('POST /jobs')).toBe(2);
+		expect(sb.ledger.jobs).toHaveLength(1);
+		expect(sb.ledger.charges).toHaveLength(1);
+		expect((json!.body as IDataObject).id).toBe(sb.ledger.jobs[0].id);
+	});
+});
+
+describe('paging over GET /jobs', () => {
+	let paged: Sandbox;
+	beforeAll(async () => {
+		paged = await createSandbox({ timing: null });
+		for (let i = 0; i < 205; i++) {
+			await fetch(`${paged.baseUrl}/jobs`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${paged.keys.full}`, 'content-type': 'application/json' },
+				body: JSON.stringify({ media_url: MEDIA, title: `job ${i}` }),
+			});
+		}
+	});
+	afterAll(async () => await paged.close());
+
+	const list = async (instructions: IDataObject) => {
+		const r = await runWorkflow({
+			nodes: [node('Probe', 'transportProbe', {})],
+			nodeTypes: { transportProbe: probe },
+			credentials: { captioningApi: { apiKey: paged.keys.full, baseUrl: paged.baseUrl } },
+			input: [{ json: { op: 'list', ...instructions } }],
+		});
+		return r.output('Probe')[0].json.ids as string[];
+	};
+
+	test('all jobs, newest first, following starting_after', async () => {
+		paged.resetLedger();
+		const ids = await list({});
+		expect(ids).toHaveLength(205);
+		expect(new Set(ids).size).toBe(205);
+		expect(ids[0]).toBe(paged.ledger.jobs.at(-1)?.id ?? ids[0]);
+		const pages = paged.ledger.requests.filter((r) => r.route === 'GET /jobs');
+		expect(pages.map((p) => p.query.limit)).toEqual(['100', '100', '100']);
+		expect(pages[1].query.starting_after).toBe(ids[99]);
+	});
+
+	test('a limit stops at that many, asking only for what it needs', async () => {
+		paged.resetLedger();
+		const ids = await list({ limit: 130 });
+		expect(ids).toHaveLength(130);
+		expect(paged.ledger.requests.filter((r) => r.route === 'GET /jobs').map((p) => p.query.limit)).toEqual(['100', '30']);
+	});
+});
+
+describe('files', () => {
+	test('the presigned PUT streams the file with Content-Length and without the API key', async () => {
+		const dir = mkdtempSync(path.join(tmpdir(), 'put-'));
+		const file = path.join(dir, 'clip.bin');
+		const data = Buffer.alloc(3 * 1024 * 1024 + 7, 7);
+		writeFileSync(file, data);
+		const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: data.length, file });
+		expect(error).toBeUndefined();
+		const record = sb.ledger.uploads.find((u) => u.id === upload.id)!;
+		expect(record).toMatchObject({ complete: true, receivedBytes: data.length, contentLengthSent: data.length, authorizationSeen: false });
+		expect(record.sha256).toBe(createHash('sha256').update(data).digest('hex'));
+		expect(sb.ledger.storageRequests.every((r) => !r.authorization)).toBe(true);
+	});
+
+	test('a failed PUT is retried with the file opened afresh', async () => {
+		const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+		sb.injectFault('PUT /uploads', { status: 500 });
+		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
+		expect(error).toBeUndefined();
+		expect(sb.ledger.uploads.find((u) => u.id === upload.id)).toMatchObject({ puts: 2, complete: true, receivedBytes: 5 });
+	});
+
+	test('a redirect from storage is not followed', async () => {
+		const elsewhere = await httpsReceiver();
+		try {
+			const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+			sb.injectFault('PUT /uploads', { kind: 'redirect', location: `${elsewhere.url}/steal` });
+			const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
+			expect(error!.httpCode).toBe('307');
+			expect(error!.message).toBe(`Redirect to ${elsewhere.url}/steal not followed [HTTP 307]`);
+			expect(error!.description).toMatch(/does not follow/);
+			expect(elsewhere.received).toHaveLength(0);
+		} finally {
+			await elsewhere.close();
+		}
+	});
+
+	test('captions on the base URL origin are fetched with the key; on another host without it', async () => {
+		const create = async () =>
+			(await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: MEDIA }) })).json()).id as string;
+		const sameHost = sb.completeJob(await create()) as { captions: Record<string, string> };
+		const a = await runProbe({ op: 'download', url: sameHost.captions.srt });
+		expect(a.json!.text).toMatch(/^1\n00:00:00,000/);
+		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({ origin: 'api', authorization: true });
+
+		sb.setCaptionsOn('storage');
+		const otherHost = sb.completeJob(await create()) as { captions: Record<string, string> };
+		const b = await runProbe({ op: 'download', url: otherHost.captions.vtt });
+		expect(b.json!.text).toMatch(/^WEBVTT/);
+		expect(b.json!.contentType).toMatch(/^text\/vtt/);
+		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({ origin: 'storage', authorization: false });
+		expect(sb.ledger.storageRequests.every((r) => !r.authorization)).toBe(true);
+	});
+});
