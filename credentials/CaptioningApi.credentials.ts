@@ -1,10 +1,12 @@
-import type { IAuthenticateGeneric, Icon, ICredentialType, INodeProperties } from 'n8n-workflow';
+import type {
+	IAuthenticateGeneric,
+	Icon,
+	ICredentialTestRequest,
+	ICredentialType,
+	INodeProperties,
+} from 'n8n-workflow';
 
-/**
- * API key and base URL of the captioning service. The "Test" button is served by the nodes'
- * `captioningApiTest` (testedBy): unlike a declarative test it can read the service's error body,
- * so it tells a wrong key from a revoked one, and both from an unreachable base URL.
- */
+/** API key and base URL of the captioning service; "Test" reads the account. */
 export class CaptioningApi implements ICredentialType {
 	name = 'captioningApi';
 
@@ -42,5 +44,47 @@ export class CaptioningApi implements ICredentialType {
 				Authorization: '=Bearer {{$credentials.apiKey}}',
 			},
 		},
+	};
+
+	/**
+	 * Reads the account. Error statuses are let through (ignoreHttpStatusErrors) so that the rules
+	 * can read the service's error code: a wrong key, a revoked key, a read-only key and a wrong path
+	 * each get their own message, and any other answer without an account fails too. An
+	 * unreachable host fails before any rule, with n8n's connection error (e.g. ECONNREFUSED).
+	 */
+	test: ICredentialTestRequest = {
+		request: {
+			baseURL: '={{$credentials.baseUrl}}',
+			url: '/account',
+			method: 'GET',
+			ignoreHttpStatusErrors: true,
+			disableFollowRedirect: true,
+		},
+		rules: [
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'error.code', value: 'invalid_api_key', message: 'The API key is wrong (401): copy it again from the captioning dashboard' },
+			},
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'error.code', value: 'api_key_revoked', message: 'The API key has been revoked (401): create a new key in the captioning dashboard' },
+			},
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'error.code', value: 'missing_api_key', message: 'No API key was sent (401): enter the API key' },
+			},
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'error.code', value: 'not_found', message: 'The Base URL does not serve /account (404): check it is the service\'s base URL, ending in /v1' },
+			},
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'error.code', value: 'insufficient_permissions', message: 'This key may not read the account (403)' },
+			},
+			{
+				type: 'responseSuccessBody',
+				properties: { key: 'object', value: undefined, message: 'The Base URL did not answer with the account: check the Base URL (ending in /v1) and the API key' },
+			},
+		],
 	};
 }

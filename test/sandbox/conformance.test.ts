@@ -459,7 +459,8 @@ describe('read endpoints (DESIGN assumptions)', () => {
 		ws = await createSandbox({ timing: null });
 	});
 	afterAll(async () => await ws.close());
-	const get = async (path: string) => (await fetch(`${ws.baseUrl}${path}`, { headers: { authorization: `Bearer ${ws.keys.full}` } })).json();
+	// eslint-disable-next-line @typescript-eslint/no-explicit-any
+	const get = async (path: string): Promise<any> => await (await fetch(`${ws.baseUrl}${path}`, { headers: { authorization: `Bearer ${ws.keys.full}` } })).json();
 
 	test('GET /jobs lists newest first, 10 by default, pages with starting_after, filters by status', async () => {
 		const ids: string[] = [];
@@ -469,7 +470,7 @@ describe('read endpoints (DESIGN assumptions)', () => {
 				headers: { authorization: `Bearer ${ws.keys.full}`, 'content-type': 'application/json' },
 				body: JSON.stringify({ media_url: MEDIA, title: `job ${i}` }),
 			});
-			ids.push((await res.json()).id);
+			ids.push(((await res.json()) as { id: string }).id);
 		}
 		ws.completeJob(ids[3]);
 		const first = await get('/jobs');
@@ -485,7 +486,7 @@ describe('read endpoints (DESIGN assumptions)', () => {
 	test.each(['limit=0', 'limit=101', 'limit=x', 'status=done', 'starting_after=nope'])('GET /jobs?%s is 400', async (qs) => {
 		const res = await fetch(`${ws.baseUrl}/jobs?${qs}`, { headers: { authorization: `Bearer ${ws.keys.full}` } });
 		expect(res.status).toBe(400);
-		expect((await res.json()).error.param).toBe(qs.split('=')[0]);
+		expect(((await res.json()) as { error: { param: string } }).error.param).toBe(qs.split('=')[0]);
 	});
 
 	test('GET /account has workspace, key and billing', async () => {

@@ -228,7 +228,7 @@ describe('files', () => {
 		const file = path.join(dir, 'clip.bin');
 		const data = Buffer.alloc(3 * 1024 * 1024 + 7, 7);
 		writeFileSync(file, data);
-		const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+		const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
 		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: data.length, file });
 		expect(error).toBeUndefined();
 		const record = sb.ledger.uploads.find((u) => u.id === upload.id)!;
@@ -238,7 +238,7 @@ describe('files', () => {
 	});
 
 	test('a failed PUT is retried with the file opened afresh', async () => {
-		const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+		const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
 		sb.injectFault('PUT /uploads', { status: 500 });
 		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
 		expect(error).toBeUndefined();
@@ -248,7 +248,7 @@ describe('files', () => {
 	test('a redirect from storage is not followed', async () => {
 		const elsewhere = await httpsReceiver();
 		try {
-			const upload = await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json();
+			const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
 			sb.injectFault('PUT /uploads', { kind: 'redirect', location: `${elsewhere.url}/steal` });
 			const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
 			expect(error!.httpCode).toBe('307');
@@ -262,7 +262,7 @@ describe('files', () => {
 
 	test('captions on the base URL origin are fetched with the key; on another host without it', async () => {
 		const create = async () =>
-			(await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: MEDIA }) })).json()).id as string;
+			((await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: MEDIA }) })).json()) as { id: string }).id;
 		const sameHost = sb.completeJob(await create()) as { captions: Record<string, string> };
 		const a = await runProbe({ op: 'download', url: sameHost.captions.srt });
 		expect(a.json!.text).toMatch(/^1\n00:00:00,000/);

@@ -1,5 +1,10 @@
 // The service's objects (interface part 2) as the nodes read them.
 
+import type { IExecuteFunctions } from 'n8n-workflow';
+
+/** A file's bytes as n8n hands them out: a stream from the binary store, or a buffer. */
+export type FileBody = Buffer | Awaited<ReturnType<IExecuteFunctions['helpers']['getBinaryStream']>>;
+
 export const CAPTION_FORMATS = ['srt', 'vtt', 'txt', 'docx', 'json'] as const;
 export type CaptionFormat = (typeof CAPTION_FORMATS)[number];
 

@@ -1,15 +1,15 @@
 // Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
-import type { Readable } from 'node:stream';
 
+import type { FileBody, Upload } from '../helpers/types';
 import type { ApiContext, RetryPolicy } from './index';
-import { CREDENTIAL_NAME, sameOrigin, sendWithRetries } from './index';
+import { apiRequest, CREDENTIAL_NAME, sameOrigin, sendWithRetries } from './index';
 
 export interface PutOptions {
 	uploadUrl: string;
 	size: number;
 	/** Opens the file afresh for each attempt: a stream can only be sent once. */
-	open: () => Promise<Readable | Buffer>;
+	open: () => Promise<FileBody>;
 	itemIndex?: number;
 	retry?: Partial<RetryPolicy>;
 }
@@ -76,5 +76,29 @@ export async function downloadFile(
 	return {
 		data: Buffer.from(response.body as ArrayBuffer),
 		contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
+	};
+}
+
+/** Creates the upload record, then PUTs the file to its presigned URL. Returns the Upload (without its URL). */
+export async function uploadFile(
+	ctx: ApiContext,
+	file: { fileName: string; mimeType: string; size: number; open: () => Promise<FileBody> },
+	itemIndex: number,
+): Promise<Omit<Upload, 'upload_url'> & { filename: string; content_type: string; size_bytes: number }> {
+	const { body: upload } = await apiRequest<Upload>(ctx, 'POST', '/uploads', {
+		body: { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size },
+		itemIndex,
+	});
+	await putUploadBytes(ctx, { uploadUrl: upload.upload_url, size: file.size, open: file.open, itemIndex });
+	// The presigned URL is a credential of its own: keep it out of the output.
+	return {
+		id: upload.id,
+		object: upload.object,
+		method: upload.method,
+		max_size_bytes: upload.max_size_bytes,
+		expires_at: upload.expires_at,
+		filename: file.fileName,
+		content_type: file.mimeType,
+		size_bytes: file.size,
 	};
 }

@@ -98,7 +98,9 @@ export async function sendWithRetries(
 		try {
 			response = await send();
 		} catch (error) {
-			if (signal?.aborted) throw error;
+			if (signal?.aborted) {
+				throw new NodeOperationError(ctx.getNode(), 'The execution was cancelled while a request to the captioning service was under way', { itemIndex: options.itemIndex });
+			}
 			if (!options.retryable || attempt >= policy.maxAttempts) {
 				throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 			}

@@ -1,0 +1,40 @@
+// Fields and output shapes shared by the Job operations.
+import type { IDataObject, INodeProperties } from 'n8n-workflow';
+
+import type { Job } from '../../helpers/types';
+
+export const jobIdField: INodeProperties = {
+	displayName: 'Job ID',
+	name: 'jobId',
+	type: 'string',
+	default: '',
+	required: true,
+	placeholder: 'e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
+	description: 'The ID of the caption job, as output by Job → Create or the Captioning Trigger: drag its ID field in from the input',
+};
+
+export const simplifyField: INodeProperties = {
+	displayName: 'Simplify',
+	name: 'simplify',
+	type: 'boolean',
+	default: false,
+	description: 'Whether to return a simplified version of each job (ID, title, status, progress, duration, cost, dates, cancellation reason, metadata) instead of the full object',
+};
+
+/** The fields people act on, flat. */
+export function simplifyJob(job: Job): IDataObject {
+	return {
+		id: job.id,
+		title: job.title,
+		status: job.status,
+		progress: job.progress,
+		eta: job.eta,
+		duration_seconds: job.media?.duration_seconds ?? null,
+		cost_usd: job.cost?.amount ?? null,
+		cancellation_reason: job.cancellation?.reason ?? null,
+		created_at: job.created_at,
+		completed_at: job.completed_at,
+		metadata: job.metadata,
+	};
+}
+

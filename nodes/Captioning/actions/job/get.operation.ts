@@ -1,0 +1,28 @@
+import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+
+import type { Job } from '../../helpers/types';
+import { apiRequest, segment } from '../../transport';
+import { jobIdField, simplifyField, simplifyJob } from './common';
+
+const properties: INodeProperties[] = [jobIdField, simplifyField];
+
+export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['get'] } }, properties);
+
+/** Reads one job; refuses an empty Job ID before any request. */
+export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
+	const id = (ctx.getNodeParameter('jobId', i) as string).trim();
+	if (!id) {
+		throw new NodeOperationError(ctx.getNode(), 'Job ID is empty', {
+			itemIndex: i,
+			description: 'Enter the ID of a caption job, e.g. the ID field output by Job → Create or the Captioning Trigger.',
+		});
+	}
+	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { itemIndex: i })).body;
+}
+
+export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
+	const job = await getJob(this, i);
+	const simplify = this.getNodeParameter('simplify', i, false) as boolean;
+	return [{ json: simplify ? simplifyJob(job) : (job as unknown as INodeExecutionData['json']) }];
+}

@@ -1,0 +1,101 @@
+import type { IBinaryKeyData, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+
+import type { CaptionFormat, Job } from '../../helpers/types';
+import { getBaseUrl } from '../../transport';
+import { downloadFile } from '../../transport/files';
+import { jobIdField } from './common';
+import { getJob } from './get.operation';
+
+export const CAPTION_MIME_TYPES: Record<CaptionFormat, string> = {
+	srt: 'application/x-subrip',
+	vtt: 'text/vtt',
+	txt: 'text/plain',
+	docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+	json: 'application/json',
+};
+
+export const formatsField: INodeProperties = {
+	displayName: 'Formats',
+	name: 'formats',
+	type: 'multiOptions',
+	options: [
+		{ name: 'DOCX (Word Transcript)', value: 'docx' },
+		{ name: 'JSON (Segments With Speakers)', value: 'json' },
+		{ name: 'SRT (Subtitles)', value: 'srt' },
+		{ name: 'TXT (Plain Transcript)', value: 'txt' },
+		{ name: 'VTT (Web Subtitles)', value: 'vtt' },
+	],
+	default: ['srt'],
+	required: true,
+	description: 'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
+};
+
+const properties: INodeProperties[] = [
+	jobIdField,
+	formatsField,
+	{
+		displayName: 'Put Output File in Field',
+		name: 'binaryPropertyName',
+		type: 'string',
+		default: 'data',
+		required: true,
+		hint: 'The name of the output binary field to put the file in',
+		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt and data_vtt',
+	},
+];
+
+export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['getCaptions'] } }, properties);
+
+/** A file name from the job title: what the service uses as the download name, made safe for disks. */
+export function captionFileName(job: Job, format: CaptionFormat): string {
+	// eslint-disable-next-line no-control-regex
+	const base = (job.title || job.id).replace(/[\\/:*?"<>|\u0000-\u001f]+/g, '_').replace(/^[.\s]+|[.\s]+$/g, '').slice(0, 200);
+	return `${base || job.id}.${format}`;
+}
+
+/** Downloads the chosen formats of a completed job as binary fields; refuses a job without captions. */
+export async function captionBinaries(
+	ctx: IExecuteFunctions,
+	i: number,
+	job: Job,
+	formats: CaptionFormat[],
+	field: string,
+): Promise<IBinaryKeyData> {
+	if (job.status !== 'completed' || !job.captions) {
+		const why =
+			job.status === 'cancelled'
+				? `was cancelled (${job.cancellation?.reason ?? 'no reason given'}${job.cancellation?.message ? `: ${job.cancellation.message}` : ''}) and has no captions`
+				: `is ${job.status}${job.progress === null ? '' : ` (${job.progress}% done)`}; captions exist once it is completed`;
+		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} ${why}`, {
+			itemIndex: i,
+			description:
+				job.status === 'cancelled'
+					? 'A cancelled job is refunded. Fix the cause (e.g. the media or its language) and order again.'
+					: 'Wait for the job first: Job → Create with Wait for Completion, or a Captioning Trigger that starts the workflow when the job completes.',
+		});
+	}
+	const baseUrl = await getBaseUrl(ctx, i);
+	const binary: IBinaryKeyData = {};
+	for (const format of formats) {
+		const url = job.captions[format];
+		if (!url) {
+			throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${format} captions`, { itemIndex: i, description: `The service listed: ${Object.keys(job.captions).join(', ')}.` });
+		}
+		const file = await downloadFile(ctx, url, baseUrl, i);
+		const name = formats.length === 1 ? field : `${field}_${format}`;
+		binary[name] = await ctx.helpers.prepareBinaryData(file.data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+	}
+	return binary;
+}
+
+export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
+	const formats = this.getNodeParameter('formats', i) as CaptionFormat[];
+	if (!formats.length) {
+		throw new NodeOperationError(this.getNode(), 'No format is selected', { itemIndex: i, description: 'Choose at least one of SRT, VTT, TXT, DOCX or JSON in Formats.' });
+	}
+	const field = this.getNodeParameter('binaryPropertyName', i) as string;
+	const job = await getJob(this, i);
+	const binary = await captionBinaries(this, i, job, formats, field);
+	return [{ json: job as unknown as INodeExecutionData['json'], binary }];
+}

@@ -1,0 +1,49 @@
+import type { INodeProperties } from 'n8n-workflow';
+
+import * as create from './create.operation';
+import * as get from './get.operation';
+import * as getAll from './getAll.operation';
+import * as getCaptions from './getCaptions.operation';
+
+export { create, get, getAll, getCaptions };
+
+export const description: INodeProperties[] = [
+	{
+		displayName: 'Operation',
+		name: 'operation',
+		type: 'options',
+		noDataExpression: true,
+		displayOptions: { show: { resource: ['job'] } },
+		options: [
+			{
+				name: 'Create',
+				value: 'create',
+				description: 'Order captions for a media file, a media URL or an uploaded file, optionally waiting for them',
+				action: 'Order captions',
+			},
+			{
+				name: 'Get',
+				value: 'get',
+				description: 'Get a caption job: status, progress, cost and caption links',
+				action: 'Get a job',
+			},
+			{
+				name: 'Get Captions',
+				value: 'getCaptions',
+				description: 'Download the captions of a completed job as files (SRT, VTT, TXT, DOCX, JSON)',
+				action: 'Get captions of a job',
+			},
+			{
+				name: 'Get Many',
+				value: 'getAll',
+				description: 'List caption jobs, newest first',
+				action: 'Get many jobs',
+			},
+		],
+		default: 'create',
+	},
+	...create.description,
+	...get.description,
+	...getAll.description,
+	...getCaptions.description,
+];

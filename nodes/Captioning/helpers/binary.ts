@@ -1,0 +1,47 @@
+// Reads an input binary field as n8n stores it: a stream from the binary store where the file
+// has an id (filesystem, S3 modes), the in-memory buffer otherwise. Never the whole file where a stream exists.
+import type { IBinaryData, IExecuteFunctions } from 'n8n-workflow';
+import { BINARY_ENCODING, NodeOperationError } from 'n8n-workflow';
+
+import type { FileBody } from './types';
+import { MAX_UPLOAD_BYTES } from './types';
+
+export interface InputFile {
+	fileName: string;
+	mimeType: string;
+	size: number;
+	/** Opens the bytes afresh (a retry needs a new stream). */
+	open: () => Promise<FileBody>;
+}
+
+export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number, field: string): Promise<InputFile> {
+	const item = ctx.getInputData()[itemIndex];
+	const available = Object.keys(item.binary ?? {});
+	if (!item.binary?.[field]) {
+		throw new NodeOperationError(ctx.getNode(), `Input Data Field Name "${field}" holds no file in item ${itemIndex}`, {
+			itemIndex,
+			description: available.length
+				? `This item has files in: ${available.join(', ')}. Set Input Data Field Name to one of them.`
+				: 'This item has no binary data. Put a node that outputs a file (Google Drive, S3, Read Files From Disk, HTTP Request) before this one.',
+		});
+	}
+	const binary: IBinaryData = ctx.helpers.assertBinaryData(itemIndex, field);
+	const fileName = binary.fileName ?? 'media';
+	const mimeType = binary.mimeType || 'application/octet-stream';
+	let file: InputFile;
+	if (binary.id) {
+		const id = binary.id;
+		const metadata = await ctx.helpers.getBinaryMetadata(id);
+		file = { fileName, mimeType, size: Number(metadata.fileSize), open: async () => await ctx.helpers.getBinaryStream(id) };
+	} else {
+		const size = Buffer.byteLength(binary.data, BINARY_ENCODING);
+		file = { fileName, mimeType, size, open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field) };
+	}
+	if (file.size > MAX_UPLOAD_BYTES) {
+		throw new NodeOperationError(ctx.getNode(), `The file "${fileName}" is too large to upload (${file.size} bytes)`, {
+			itemIndex,
+			description: `The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
+		});
+	}
+	return file;
+}
