@@ -1,4 +1,7 @@
-// Copies the node and credential icons next to the compiled code (`npm run build` runs tsc, then this).
-const { src, dest, task } = require('gulp');
+// Copies what tsc does not: the icons, and each node's codex (.node.json) next to its compiled file.
+const { src, dest, task, parallel } = require('gulp');
 
-task('build:icons', () => src('icons/*.{png,svg}').pipe(dest('dist/icons')));
+task('build:icons', parallel(
+	() => src('icons/*.{png,svg}').pipe(dest('dist/icons')),
+	() => src('nodes/**/*.node.json').pipe(dest('dist/nodes')),
+));
