@@ -1,0 +1,32 @@
+// Runs the real Captioning node in n8n's execution engine against a sandbox.
+import type { IDataObject, INode, INodeExecutionData } from 'n8n-workflow';
+
+import { Captioning } from '../../nodes/Captioning/Captioning.node';
+import type { RunResult } from '../harness/n8n';
+import { node, runWorkflow } from '../harness/n8n';
+import type { Sandbox } from './sandbox';
+
+export const NODE = 'Captioning';
+
+export interface NodeRun extends RunResult {
+	items: INodeExecutionData[];
+	/** The node's error as n8n stored it, when the node failed. */
+	failure?: { message: string; description?: string; httpCode?: string; context?: IDataObject; name?: string };
+}
+
+export async function runCaptioning(
+	sb: Sandbox,
+	parameters: IDataObject,
+	options: { input?: INodeExecutionData[]; key?: string; settings?: Partial<INode>; onStart?: (cancel: () => void) => void } = {},
+): Promise<NodeRun> {
+	const result = await runWorkflow({
+		nodes: [node(NODE, 'captioning', parameters, options.settings)],
+		nodeTypes: { captioning: new Captioning() },
+		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl } },
+		input: options.input,
+		onStart: options.onStart,
+	});
+	return { ...result, items: result.output(NODE), failure: result.error(NODE) as NodeRun['failure'] };
+}
+
+export const MEDIA = 'https://media.example.com/talk.mp4';
