@@ -1,0 +1,234 @@
+// Upload → Create, Job → Get / Get Many / Get Captions, Account → Get, and the router's
+// Continue On Fail, in n8n's engine against the sandbox.
+import { inflateRawSync } from 'node:zlib';
+import type { IDataObject } from 'n8n-workflow';
+
+import { binaryDataService, storeBinary } from '../harness/n8n';
+import { MEDIA, runCaptioning } from '../helpers/captioning';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+beforeAll(async () => {
+	sb = await createSandbox({ timing: null });
+});
+afterAll(async () => await sb.close());
+beforeEach(() => {
+	sb.resetLedger();
+	sb.clearFaults();
+	sb.setCaptionsOn('api');
+});
+
+async function order(body: IDataObject = {}): Promise<string> {
+	const res = await fetch(`${sb.baseUrl}/jobs`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+		body: JSON.stringify({ media_url: MEDIA, ...body }),
+	});
+	return ((await res.json()) as { id: string }).id;
+}
+
+describe('Upload → Create', () => {
+	test('outputs the upload id, size and expiry, never the presigned URL', async () => {
+		const binary = await storeBinary(Buffer.from('0123456789'), { fileName: 'a.wav', mimeType: 'audio/wav' });
+		const run = await runCaptioning(sb, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { input: [{ json: {}, binary }] });
+		expect(run.items).toEqual([
+			{
+				json: { id: sb.ledger.uploads[0].id, object: 'upload', method: 'PUT', max_size_bytes: 5242880000, expires_at: expect.any(String), filename: 'a.wav', content_type: 'audio/wav', size_bytes: 10 },
+				pairedItem: { item: 0 },
+			},
+		]);
+		expect(sb.ledger.uploads[0]).toMatchObject({ receivedBytes: 10, complete: true, authorizationSeen: false });
+	});
+
+	test('a binary held in memory (no binary store id) is uploaded from its buffer', async () => {
+		const data = Buffer.from('in-memory media');
+		const run = await runCaptioning(sb, { resource: 'upload', operation: 'create', binaryPropertyName: 'file' }, {
+			input: [{ json: {}, binary: { file: { data: data.toString('base64'), mimeType: 'video/webm', fileName: 'm.webm' } } }],
+		});
+		expect(run.failure).toBeUndefined();
+		expect(sb.ledger.uploads[0]).toMatchObject({ filename: 'm.webm', receivedBytes: data.length, complete: true });
+	});
+
+	test('a file of 256 MiB in the filesystem binary store is streamed: the bytes and hash match, memory stays flat', async () => {
+		const size = 256 * 1024 * 1024;
+		const chunk = Buffer.alloc(1024 * 1024);
+		const { createHash } = await import('node:crypto');
+		const { Readable } = await import('node:stream');
+		const hash = createHash('sha256');
+		let written = 0;
+		const source = new Readable({
+			read() {
+				if (written >= size) return this.push(null);
+				chunk.writeUInt32LE(written / chunk.length, 0);
+				hash.update(chunk);
+				written += chunk.length;
+				this.push(Buffer.from(chunk));
+			},
+		});
+		const binary = await storeBinary(source, { fileName: 'big.mp4', mimeType: 'video/mp4' });
+		const expected = hash.digest('hex');
+		expect((await (await binaryDataService()).getMetadata(binary!.data.id!)).fileSize).toBe(size);
+
+		global.gc?.();
+		const baseline = process.memoryUsage().rss;
+		let peak = baseline;
+		const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+		try {
+			const run = await runCaptioning(sb, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { input: [{ json: {}, binary }] });
+			expect(run.failure).toBeUndefined();
+		} finally {
+			clearInterval(sampler);
+		}
+		expect(sb.ledger.uploads[0]).toMatchObject({ receivedBytes: size, contentLengthSent: size, complete: true, sha256: expected });
+		// Buffering the file would take at least 256 MiB; streaming stays far below.
+		expect((peak - baseline) / 1024 / 1024).toBeLessThan(128);
+	}, 120000);
+});
+
+describe('Job → Get and Get Many', () => {
+	test('Get returns the job; Simplify flattens it', async () => {
+		const id = await order({ title: 'One', metadata: { k: 'v' } });
+		const full = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
+		expect(full.items[0].json).toMatchObject({ id, object: 'job', title: 'One', options: expect.any(Object) });
+		const simple = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id, simplify: true });
+		expect(simple.items[0].json).toEqual({
+			id,
+			title: 'One',
+			status: 'queued',
+			progress: null,
+			eta: null,
+			duration_seconds: 300,
+			cost_usd: '1.50',
+			cancellation_reason: null,
+			created_at: expect.any(String),
+			completed_at: null,
+			metadata: { k: 'v' },
+		});
+	});
+
+	test('Get of an unknown job is a 404 naming the workspace', async () => {
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' });
+		expect(run.failure).toMatchObject({ httpCode: '404', description: expect.stringMatching(/workspace/) });
+	});
+
+	test('Get Many: Limit, Return All, and the status filter', async () => {
+		const ids = [];
+		for (let i = 0; i < 7; i++) ids.push(await order({ title: `t${i}` }));
+		sb.completeJob(ids[1]);
+		sb.completeJob(ids[4]);
+		const limited = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 3 });
+		expect(limited.items.map((i) => i.json.id)).toEqual([ids[6], ids[5], ids[4]]);
+		expect(limited.items.every((i) => i.pairedItem && (i.pairedItem as { item: number }).item === 0)).toBe(true);
+		const all = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: true, simplify: false });
+		expect(all.items.length).toBeGreaterThanOrEqual(7);
+		expect(all.items[0].json).toHaveProperty('options');
+		const completed = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: true, filters: { status: 'completed' } });
+		expect(completed.items.map((i) => i.json.id)).toEqual(expect.arrayContaining([ids[4], ids[1]]));
+		expect(completed.items.every((i) => i.json.status === 'completed')).toBe(true);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs').at(-1)!.query.status).toBe('completed');
+	});
+});
+
+describe('Job → Get Captions', () => {
+	test('one format goes into the output field, named after the job title, with its MIME type', async () => {
+		const id = await order({ title: 'Keynote: Q3/Q4' });
+		sb.completeJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt'], binaryPropertyName: 'data' });
+		const file = run.items[0].binary!.data;
+		expect(file).toMatchObject({ fileName: 'Keynote_ Q3_Q4.srt', mimeType: 'application/x-subrip', fileExtension: 'srt' });
+		const bytes = await (await import('n8n-core')).BinaryDataService.prototype.getAsBuffer.call(await binaryDataService(), file);
+		expect(bytes.toString()).toMatch(/^1\n00:00:00,000 --> /);
+		expect(run.items[0].json).toMatchObject({ id, status: 'completed' });
+	});
+
+	test('several formats go into field_format, each a real file', async () => {
+		const id = await order({ title: 'All formats' });
+		sb.completeJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'vtt', 'txt', 'docx', 'json'], binaryPropertyName: 'captions' });
+		const binary = run.items[0].binary!;
+		expect(Object.keys(binary).sort()).toEqual(['captions_docx', 'captions_json', 'captions_srt', 'captions_txt', 'captions_vtt']);
+		expect(binary.captions_vtt).toMatchObject({ fileName: 'All formats.vtt', mimeType: 'text/vtt' });
+		expect(binary.captions_docx).toMatchObject({ fileName: 'All formats.docx', mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document' });
+		expect(binary.captions_json.mimeType).toBe('application/json');
+		const service = await binaryDataService();
+		const docx = await service.getAsBuffer(binary.captions_docx);
+		expect(docx.subarray(0, 2).toString()).toBe('PK');
+		const nameLength = docx.readUInt16LE(26);
+		expect(inflateRawSync(docx.subarray(30 + nameLength, 30 + nameLength + docx.readUInt32LE(18))).toString()).toContain('Types');
+		expect(JSON.parse((await service.getAsBuffer(binary.captions_json)).toString()).segments.length).toBeGreaterThan(3);
+	});
+
+	test('a job not yet completed is refused with its status', async () => {
+		const id = await order();
+		sb.startJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt'], binaryPropertyName: 'data' });
+		expect(run.failure).toMatchObject({ name: 'NodeOperationError', message: expect.stringMatching(new RegExp(`^Job ${id} is processing \\(0% done\\); captions exist once it is completed$`)) });
+		expect(run.failure!.description).toMatch(/Wait for Completion/);
+	});
+
+	test('a cancelled job is refused with its reason', async () => {
+		const id = await order();
+		sb.cancelJob(id, 'unsupported_language');
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['vtt'], binaryPropertyName: 'data' });
+		expect(run.failure!.message).toBe(`Job ${id} was cancelled (unsupported_language: The spoken language is not supported.) and has no captions`);
+	});
+
+	test('captions on another host are downloaded without the API key', async () => {
+		sb.setCaptionsOn('storage');
+		const id = await order();
+		sb.completeJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+		expect(run.failure).toBeUndefined();
+		expect(sb.ledger.captionDownloads).toEqual([
+			expect.objectContaining({ origin: 'storage', format: 'srt', authorization: false }),
+			expect.objectContaining({ origin: 'storage', format: 'vtt', authorization: false }),
+		]);
+	});
+});
+
+test('Account → Get returns the account of the key', async () => {
+	const run = await runCaptioning(sb, { resource: 'account', operation: 'get' }, { key: sb.keys.readOnly });
+	expect(run.items[0].json).toMatchObject({ object: 'account', key: { access: 'read_only' }, billing: { currency: 'usd' } });
+});
+
+describe('the item loop', () => {
+	const items = [{ json: { url: MEDIA } }, { json: { url: 'not a url' } }, { json: { url: `${MEDIA}?v=3` } }];
+	const params = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}' };
+
+	test('with Continue On Fail, each item yields an output or an error item, all paired', async () => {
+		const run = await runCaptioning(sb, params, { input: items, settings: { continueOnFail: true } });
+		expect(run.items).toHaveLength(3);
+		expect(run.items.map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
+		expect(run.items[0].json).toMatchObject({ object: 'job', media: { url: MEDIA } });
+		expect(run.items[1].json).toEqual({ error: 'Media URL "not a url" is not an http(s) URL', description: expect.stringMatching(/public http/) });
+		expect(run.items[2].json).toMatchObject({ object: 'job' });
+		expect(sb.ledger.jobs).toHaveLength(2);
+	});
+
+	test('a service error item carries status, code, param and request id, never the key', async () => {
+		const run = await runCaptioning(sb, { ...params, title: 'x'.repeat(301) }, { input: [items[0]], settings: { continueOnFail: true } });
+		expect(run.items[0]).toEqual({
+			json: {
+				error: 'title must be 1-300 characters. [HTTP 400 invalid_parameter]',
+				description: expect.stringContaining('Field: title.'),
+				httpCode: '400',
+				code: 'invalid_parameter',
+				param: 'title',
+				requestId: expect.stringMatching(/^req_/),
+			},
+			pairedItem: { item: 0 },
+		});
+		expect(JSON.stringify(run.items)).not.toContain(sb.keys.full);
+	});
+
+	test('without Continue On Fail, the first bad item stops the node and names its index', async () => {
+		const run = await runCaptioning(sb, params, { input: items });
+		expect(run.failure).toMatchObject({ message: 'Media URL "not a url" is not an http(s) URL', context: { itemIndex: 1 } });
+	});
+});
+
+test('the node is usable as an AI tool', async () => {
+	const { Captioning } = await import('../../nodes/Captioning/Captioning.node');
+	expect(new Captioning().description.usableAsTool).toBe(true);
+});
