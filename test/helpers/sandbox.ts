@@ -62,3 +62,24 @@ export interface Sandbox {
 }
 
 export const createSandbox = server.createSandbox;
+
+/**
+ * One sandbox for a test file: started before its tests, closed after them, and set back to a
+ * quiet state (empty ledger, no faults or limits, manual job clock, captions on the API host)
+ * before each test. `use` receives it once started.
+ */
+export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}): void {
+	let sandbox: Sandbox;
+	beforeAll(async () => {
+		sandbox = await createSandbox({ timing: null, ...options });
+		use(sandbox);
+	});
+	afterAll(async () => await sandbox.close());
+	beforeEach(() => {
+		sandbox.resetLedger();
+		sandbox.clearFaults();
+		sandbox.setRateLimits({});
+		sandbox.setTiming(null);
+		sandbox.setCaptionsOn('api');
+	});
+}

@@ -6,18 +6,10 @@ import type { IDataObject } from 'n8n-workflow';
 import { storeBinary } from '../harness/n8n';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
-import { createSandbox } from '../helpers/sandbox';
+import { useSandbox } from '../helpers/sandbox';
 
 let sb: Sandbox;
-beforeAll(async () => {
-	sb = await createSandbox({ timing: null });
-});
-afterAll(async () => await sb.close());
-beforeEach(() => {
-	sb.resetLedger();
-	sb.clearFaults();
-	sb.setTiming(null);
-});
+useSandbox((s) => (sb = s));
 
 const create = (params: IDataObject) => ({ resource: 'job', operation: 'create', source: 'url', mediaUrl: MEDIA, ...params });
 const lastJobRequest = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs').at(-1)!;

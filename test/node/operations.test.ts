@@ -6,18 +6,10 @@ import type { IDataObject } from 'n8n-workflow';
 import { binaryDataService, storeBinary } from '../harness/n8n';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
-import { createSandbox } from '../helpers/sandbox';
+import { useSandbox } from '../helpers/sandbox';
 
 let sb: Sandbox;
-beforeAll(async () => {
-	sb = await createSandbox({ timing: null });
-});
-afterAll(async () => await sb.close());
-beforeEach(() => {
-	sb.resetLedger();
-	sb.clearFaults();
-	sb.setCaptionsOn('api');
-});
+useSandbox((s) => (sb = s));
 
 async function order(body: IDataObject = {}): Promise<string> {
 	const res = await fetch(`${sb.baseUrl}/jobs`, {
@@ -59,7 +51,10 @@ describe('Upload → Create', () => {
 		let written = 0;
 		const source = new Readable({
 			read() {
-				if (written >= size) return this.push(null);
+				if (written >= size) {
+					this.push(null);
+					return;
+				}
 				chunk.writeUInt32LE(written / chunk.length, 0);
 				hash.update(chunk);
 				written += chunk.length;

@@ -10,19 +10,10 @@ import { node, runWorkflow } from '../harness/n8n';
 import { httpsReceiver } from '../helpers/https';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
-import { createSandbox } from '../helpers/sandbox';
+import { createSandbox, useSandbox } from '../helpers/sandbox';
 
 let sb: Sandbox;
-beforeAll(async () => {
-	sb = await createSandbox({ timing: null });
-});
-afterAll(async () => await sb.close());
-beforeEach(() => {
-	sb.clearFaults();
-	sb.setRateLimits({});
-	sb.setCaptionsOn('api');
-	sb.resetLedger();
-});
+useSandbox((s) => (sb = s));
 
 const MEDIA = 'https://media.example.com/talk.mp4';
 
