@@ -190,6 +190,40 @@ export interface RunResult {
 
 let executionCounter = 0;
 
+/** What n8n hands a node's context besides the workflow: URLs, credentials, hooks, request objects. */
+export function additionalDataFor(
+	credentials: Record<string, ICredentialDataDecryptedObject>,
+	executionId: string,
+	extra: IDataObject = {},
+): IWorkflowExecuteAdditionalData {
+	return {
+		credentialsHelper: new HarnessCredentialsHelper(credentials),
+		executionId,
+		restApiUrl: 'http://127.0.0.1:5678/rest',
+		instanceBaseUrl: 'http://127.0.0.1:5678/',
+		formWaitingBaseUrl: 'http://127.0.0.1:5678/form-waiting',
+		webhookBaseUrl: 'http://127.0.0.1:5678/webhook',
+		webhookWaitingBaseUrl: 'http://127.0.0.1:5678/webhook-waiting',
+		webhookTestBaseUrl: 'http://127.0.0.1:5678/webhook-test',
+		currentNodeParameters: undefined,
+		executionTimeoutTimestamp: undefined,
+		userId: 'harness-user',
+		variables: {},
+		setExecutionStatus: () => {},
+		sendDataToUI: () => {},
+		logAiEvent: () => {},
+		executeWorkflow: async () => {
+			throw new Error('sub-workflows are not used by these tests');
+		},
+		getRunExecutionData: async () => undefined,
+		startRunnerTask: async () => {
+			throw new Error('code runners are not used by these tests');
+		},
+		externalSecretsProxy: { hasProvider: () => false, getSecret: () => undefined, listProviders: () => [], listSecrets: () => [] },
+		...extra,
+	} as unknown as IWorkflowExecuteAdditionalData;
+}
+
 /** Runs a workflow through n8n's WorkflowExecute and resolves when n8n reports it finished. */
 export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	await binaryDataService();
@@ -219,32 +253,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	const done = new Promise<IRun>((resolve) => (finished = resolve));
 	hooks.addHandler('workflowExecuteAfter', (run) => finished(run));
 
-	const additionalData = {
-		hooks,
-		credentialsHelper: new HarnessCredentialsHelper(options.credentials ?? {}),
-		executionId,
-		restApiUrl: 'http://127.0.0.1:5678/rest',
-		instanceBaseUrl: 'http://127.0.0.1:5678/',
-		formWaitingBaseUrl: 'http://127.0.0.1:5678/form-waiting',
-		webhookBaseUrl: 'http://127.0.0.1:5678/webhook',
-		webhookWaitingBaseUrl: 'http://127.0.0.1:5678/webhook-waiting',
-		webhookTestBaseUrl: 'http://127.0.0.1:5678/webhook-test',
-		currentNodeParameters: undefined,
-		executionTimeoutTimestamp: undefined,
-		userId: 'harness-user',
-		variables: {},
-		setExecutionStatus: () => {},
-		sendDataToUI: () => {},
-		logAiEvent: () => {},
-		executeWorkflow: async () => {
-			throw new Error('sub-workflows are not used by these tests');
-		},
-		getRunExecutionData: async () => undefined,
-		startRunnerTask: async () => {
-			throw new Error('code runners are not used by these tests');
-		},
-		externalSecretsProxy: { hasProvider: () => false, getSecret: () => undefined, listProviders: () => [], listSecrets: () => [] },
-	} as unknown as IWorkflowExecuteAdditionalData;
+	const additionalData = additionalDataFor(options.credentials ?? {}, executionId, { hooks });
 
 	const start = workflow.getStartNode() ?? options.nodes[0];
 	const runExecutionData: IRunExecutionData = {

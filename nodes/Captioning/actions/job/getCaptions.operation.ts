@@ -1,4 +1,4 @@
-import type { IBinaryKeyData, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type { IBinaryKeyData, IExecuteFunctions, INodeExecutionData, INodeProperties, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { CaptionFormat, Job } from '../../helpers/types';
@@ -56,7 +56,7 @@ export function captionFileName(job: Job, format: CaptionFormat): string {
 
 /** Downloads the chosen formats of a completed job as binary fields; refuses a job without captions. */
 export async function captionBinaries(
-	ctx: IExecuteFunctions,
+	ctx: IExecuteFunctions | IWebhookFunctions,
 	i: number,
 	job: Job,
 	formats: CaptionFormat[],

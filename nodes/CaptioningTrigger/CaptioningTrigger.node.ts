@@ -1,0 +1,166 @@
+import type {
+	IDataObject,
+	IHookFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+	IWebhookFunctions,
+	IWebhookResponseData,
+} from 'n8n-workflow';
+import { NodeApiError, NodeConnectionTypes } from 'n8n-workflow';
+
+import { captionBinaries, formatsField } from '../Captioning/actions/job/getCaptions.operation';
+import type { CaptionFormat, Job } from '../Captioning/helpers/types';
+import { apiRequest, segment } from '../Captioning/transport';
+import type { CaptioningEvent, EventType } from './events';
+import { claimEvent, eventProblem, releaseEvent, tokenMatches, verificationProblem } from './events';
+
+export class CaptioningTrigger implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Captioning Trigger',
+		name: 'captioningTrigger',
+		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
+		group: ['trigger'],
+		version: 1,
+		subtitle: '={{$parameter["events"].join(", ")}}',
+		description: 'Starts the workflow when a caption job completes or is cancelled',
+		defaults: { name: 'Captioning Trigger' },
+		inputs: [],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'captioningApi', required: true }],
+		webhooks: [
+			{
+				name: 'default',
+				httpMethod: 'POST',
+				responseMode: 'onReceived',
+				responseData: 'noData',
+				path: 'captioning',
+			},
+		],
+		properties: [
+			{
+				displayName:
+					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event.',
+				name: 'notice',
+				type: 'notice',
+				default: '',
+			},
+			{
+				displayName: 'Events',
+				name: 'events',
+				type: 'multiOptions',
+				required: true,
+				options: [
+					{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
+					{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
+				],
+				default: ['job.completed', 'job.cancelled'],
+				description: 'The events that start the workflow; others are acknowledged and ignored',
+			},
+			{
+				displayName: 'Verify Events With the API',
+				name: 'verify',
+				type: 'boolean',
+				default: true,
+				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace and its status matches the event. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data.',
+			},
+			{
+				displayName: 'Secret Token',
+				name: 'token',
+				type: 'string',
+				typeOptions: { password: true },
+				default: '',
+				description: 'If set, deliveries must carry it as ?token=… in the URL (add it to the Webhook URL you give the service); others are refused with 401',
+			},
+			{
+				displayName: 'Attach Captions',
+				name: 'attachCaptions',
+				type: 'boolean',
+				default: false,
+				description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
+			},
+			{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
+			{
+				displayName: 'Put Output File in Field',
+				name: 'binaryPropertyName',
+				type: 'string',
+				default: 'data',
+				required: true,
+				displayOptions: { show: { attachCaptions: [true] } },
+				hint: 'The name of the output binary field to put the file in',
+				description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
+			},
+		],
+	};
+
+	// The interface has no webhook registration endpoint: the URL travels with each order
+	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service.
+	webhookMethods = {
+		default: {
+			async checkExists(this: IHookFunctions): Promise<boolean> {
+				return false;
+			},
+			async create(this: IHookFunctions): Promise<boolean> {
+				return true;
+			},
+			async delete(this: IHookFunctions): Promise<boolean> {
+				return true;
+			},
+		},
+	};
+
+	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
+		const respond = (status: number, body: IDataObject): IWebhookResponseData => {
+			this.getResponseObject().status(status).json(body);
+			return { noWebhookResponse: true };
+		};
+		const token = this.getNodeParameter('token', '') as string;
+		if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
+			return respond(401, { error: 'The token in the URL is missing or wrong.' });
+		}
+		const body = this.getBodyData();
+		const problem = eventProblem(body);
+		if (problem) return respond(400, { error: `Not a captioning event: ${problem}.` });
+		const event = body as unknown as CaptioningEvent;
+
+		const events = this.getNodeParameter('events', []) as EventType[];
+		if (!events.includes(event.type)) {
+			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
+		}
+		if (!claimEvent(this, event.id)) {
+			return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+		}
+
+		let job: Job = event.data;
+		const verify = this.getNodeParameter('verify', true) as boolean;
+		let reading = false;
+		try {
+			if (verify) {
+				reading = true;
+				job = (await apiRequest<Job>(this, 'GET', `/jobs/${segment(event.data.id)}`)).body;
+				reading = false;
+				const mismatch = verificationProblem(event, job);
+				if (mismatch) {
+					releaseEvent(this, event.id);
+					return respond(409, { error: `Event refused: ${mismatch}.` });
+				}
+			}
+			const item: INodeExecutionData = {
+				json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.created_at, verified: verify },
+			};
+			if (event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean)) {
+				const formats = this.getNodeParameter('formats', []) as CaptionFormat[];
+				const field = this.getNodeParameter('binaryPropertyName', 'data') as string;
+				item.binary = await captionBinaries(this, 0, job, formats, field);
+			}
+			return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
+		} catch (error) {
+			releaseEvent(this, event.id);
+			if (reading && error instanceof NodeApiError && error.httpCode === '404') {
+				return respond(403, { error: 'Event refused: its job is not in this workspace.' });
+			}
+			// Not the event's fault (the API or a caption file could not be read): let the service deliver it again.
+			return respond(500, { error: `The event could not be processed: ${(error as Error).message}` });
+		}
+	}
+}

@@ -1,0 +1,73 @@
+// What the trigger does with a delivery: checks its shape, its token, whether it was seen
+// before, and (by reading the job back) whether the service really sent it.
+import type { IDataObject, IWebhookFunctions } from 'n8n-workflow';
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+import type { Job } from '../Captioning/helpers/types';
+
+export const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface CaptioningEvent {
+	id: string;
+	object: 'event';
+	type: EventType;
+	created_at: string;
+	data: Job;
+}
+
+const STATUS_OF: Record<EventType, Job['status']> = { 'job.completed': 'completed', 'job.cancelled': 'cancelled' };
+
+/** How many event ids the node remembers: enough for any redelivery window, small in static data. */
+export const REMEMBERED_EVENTS = 500;
+
+/** The reason a body is not an Event of interface part 6, or undefined when it is one. */
+export function eventProblem(body: unknown): string | undefined {
+	if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
+	const e = body as IDataObject;
+	if (typeof e.id !== 'string' || !/^evt_/.test(e.id)) return 'id must be an event id starting with evt_';
+	if (e.object !== 'event') return 'object must be "event"';
+	if (!EVENT_TYPES.includes(e.type as EventType)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
+	const data = e.data as IDataObject | undefined;
+	if (typeof data !== 'object' || data === null || data.object !== 'job' || typeof data.id !== 'string' || data.id === '') {
+		return 'data must be the job (an object with object "job" and its id)';
+	}
+	return undefined;
+}
+
+/** Compares the token in constant time (over digests, so the length leaks nothing either). */
+export function tokenMatches(given: unknown, expected: string): boolean {
+	const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+	return typeof given === 'string' && timingSafeEqual(digest(given), digest(expected));
+}
+
+/** The ids already emitted, in the node's static data (kept by n8n for active workflows). */
+function seenIds(ctx: IWebhookFunctions): string[] {
+	const data = ctx.getWorkflowStaticData('node');
+	if (!Array.isArray(data.eventIds)) data.eventIds = [];
+	return data.eventIds as string[];
+}
+
+/** Marks an id as taken; false when it already was (a duplicate delivery). */
+export function claimEvent(ctx: IWebhookFunctions, id: string): boolean {
+	const ids = seenIds(ctx);
+	if (ids.includes(id)) return false;
+	ids.push(id);
+	if (ids.length > REMEMBERED_EVENTS) ids.splice(0, ids.length - REMEMBERED_EVENTS);
+	return true;
+}
+
+/** Gives an id back, so that a redelivery of an event that failed here is not dropped. */
+export function releaseEvent(ctx: IWebhookFunctions, id: string): void {
+	const ids = seenIds(ctx);
+	const at = ids.lastIndexOf(id);
+	if (at >= 0) ids.splice(at, 1);
+}
+
+/** Why the job as read does not back the event up, or undefined when it does. */
+export function verificationProblem(event: CaptioningEvent, job: Job): string | undefined {
+	if (job.status !== STATUS_OF[event.type]) {
+		return `the event says ${event.type} but the job's status is ${job.status}`;
+	}
+	return undefined;
+}

@@ -1,0 +1,98 @@
+// Serves a trigger node's webhook over HTTPS the way n8n's webhook server does: express parses the
+// request, n8n-core's WebhookContext wraps it, the node's webhook() decides the answer and whether
+// an execution starts. The emitted items are recorded as the executions that would start.
+// (The e2e suite runs the same trigger in real n8n.)
+import express from 'express';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { WebhookContext } from 'n8n-core';
+import type {
+	ICredentialDataDecryptedObject,
+	IDataObject,
+	INode,
+	INodeExecutionData,
+	INodeType,
+	IWebhookData,
+	IWebhookDescription,
+} from 'n8n-workflow';
+import { Workflow } from 'n8n-workflow';
+
+import { tlsPair } from '../helpers/https';
+import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './n8n';
+
+export interface ServedTrigger {
+	/** The production URL of the trigger, as n8n shows it. */
+	url: string;
+	/** One entry per execution started: the items the trigger emitted. */
+	executions: INodeExecutionData[][];
+	/** The node's static data, as n8n keeps it between deliveries. */
+	staticData(): IDataObject;
+	close(): Promise<void>;
+}
+
+export async function serveTrigger(options: {
+	nodeType: INodeType;
+	typeName: string;
+	parameters: IDataObject;
+	credentials: Record<string, ICredentialDataDecryptedObject>;
+}): Promise<ServedTrigger> {
+	await binaryDataService();
+	const node: INode = {
+		id: 'trigger-id',
+		name: 'Captioning Trigger',
+		type: options.typeName,
+		typeVersion: 1,
+		position: [0, 0],
+		webhookId: 'f2a8c1d4-3b5e-4f6a-9c7d-8e9f0a1b2c3d',
+		parameters: options.parameters as INode['parameters'],
+		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
+	};
+	const workflow = new Workflow({
+		id: 'trigger-workflow',
+		name: 'trigger',
+		nodes: [node],
+		connections: {},
+		active: true,
+		nodeTypes: new HarnessNodeTypes({ [options.typeName]: options.nodeType }),
+		settings: {},
+		staticData: {},
+	});
+	const description = options.nodeType.description.webhooks![0] as IWebhookDescription;
+	const executions: INodeExecutionData[][] = [];
+	let counter = 0;
+
+	const app = express();
+	app.post(`/webhook/${node.webhookId}/${String(description.path)}`, express.json({ limit: '16mb' }), async (req, res) => {
+		const additionalData = additionalDataFor(options.credentials, `webhook-${++counter}`, { httpRequest: req, httpResponse: res });
+		const webhookData: IWebhookData = {
+			httpMethod: 'POST',
+			node: node.name,
+			path: String(description.path),
+			webhookDescription: description,
+			workflowId: 'trigger-workflow',
+			workflowExecuteAdditionalData: additionalData,
+			webhookId: node.webhookId,
+		};
+		const context = new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], null);
+		try {
+			const result = await options.nodeType.webhook!.call(context);
+			if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Workflow was started' });
+			if (result.workflowData) executions.push(result.workflowData[0]);
+		} catch (error) {
+			if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
+		}
+	});
+	const { key, cert } = tlsPair();
+	const server = createServer({ key, cert }, app);
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const { port } = server.address() as AddressInfo;
+	return {
+		url: `https://127.0.0.1:${port}/webhook/${node.webhookId}/${String(description.path)}`,
+		executions,
+		staticData: () => workflow.getStaticData('node', node),
+		close: async () => {
+			server.closeAllConnections();
+			await new Promise((resolve) => server.close(resolve));
+		},
+	};
+}

@@ -1,0 +1,236 @@
+// The Captioning Trigger: the sandbox delivers job events over HTTPS to the trigger's webhook,
+// served with n8n-core's WebhookContext (test/harness/webhook.ts).
+import { Agent, request } from 'undici';
+import type { IDataObject } from 'n8n-workflow';
+
+import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node';
+import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
+import { binaryDataService } from '../harness/n8n';
+import type { ServedTrigger } from '../harness/webhook';
+import { serveTrigger } from '../harness/webhook';
+import { MEDIA } from '../helpers/captioning';
+import { tlsPair } from '../helpers/https';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+let trigger: ServedTrigger | undefined;
+const tls = new Agent({ connect: { ca: tlsPair().cert } });
+
+beforeAll(async () => {
+	sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+});
+afterAll(async () => {
+	await sb.close();
+	await tls.close();
+});
+beforeEach(() => {
+	sb.resetLedger();
+	sb.clearFaults();
+	sb.setWebhook({ duplicate: false, attempts: 1 });
+	sb.setCaptionsOn('api');
+});
+afterEach(async () => {
+	await trigger?.close();
+	trigger = undefined;
+});
+
+async function start(parameters: IDataObject = {}, key = sb.keys.full) {
+	trigger = await serveTrigger({
+		nodeType: new CaptioningTrigger(),
+		typeName: 'captioningTrigger',
+		parameters: { events: ['job.completed', 'job.cancelled'], verify: true, token: '', attachCaptions: false, ...parameters },
+		credentials: { captioningApi: { apiKey: key, baseUrl: sb.baseUrl } },
+	});
+	return trigger;
+}
+
+async function order(webhookUrl: string, extra: IDataObject = {}, key = sb.keys.full): Promise<string> {
+	const res = await fetch(`${sb.baseUrl}/jobs`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+		body: JSON.stringify({ media_url: MEDIA, webhook_url: webhookUrl, ...extra }),
+	});
+	return ((await res.json()) as { id: string }).id;
+}
+
+async function post(url: string, body: unknown, contentType = 'application/json') {
+	const res = await request(url, { method: 'POST', dispatcher: tls, headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+	return { status: res.statusCode, body: (await res.body.json().catch(() => ({}))) as IDataObject };
+}
+
+const deliveryStatuses = (jobId: string) => sb.ledger.deliveries.filter((d) => d.jobId === jobId).map((d) => d.status);
+
+describe('events from the service start the workflow', () => {
+	test('job.completed: one execution with the full job (as read back) and its metadata', async () => {
+		const t = await start();
+		const id = await order(t.url, { title: 'Weekly', metadata: { drive_file_id: 'f-9' } });
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		expect(deliveryStatuses(id)).toEqual([200]);
+		expect(t.executions).toHaveLength(1);
+		expect(t.executions[0]).toEqual([
+			{
+				json: expect.objectContaining({
+					id,
+					object: 'job',
+					status: 'completed',
+					title: 'Weekly',
+					metadata: { drive_file_id: 'f-9' },
+					captions: expect.objectContaining({ srt: expect.any(String) }),
+					event_id: expect.stringMatching(/^evt_/),
+					event_type: 'job.completed',
+					event_created_at: expect.any(String),
+					verified: true,
+				}),
+			},
+		]);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
+	});
+
+	test('job.cancelled: one execution with the cancellation', async () => {
+		const t = await start();
+		const id = await order(t.url);
+		sb.cancelJob(id, 'media_unavailable');
+		await sb.settleDeliveries();
+		expect(t.executions).toHaveLength(1);
+		expect(t.executions[0][0].json).toMatchObject({ id, status: 'cancelled', cancellation: { reason: 'media_unavailable' }, event_type: 'job.cancelled' });
+	});
+
+	test('an event type that is not selected is acknowledged and starts nothing', async () => {
+		const t = await start({ events: ['job.completed'] });
+		const id = await order(t.url);
+		sb.cancelJob(id, 'deleted');
+		await sb.settleDeliveries();
+		expect(deliveryStatuses(id)).toEqual([200]);
+		expect(t.executions).toHaveLength(0);
+	});
+
+	test('a duplicate delivery of the same event starts nothing more', async () => {
+		sb.setWebhook({ duplicate: true });
+		const t = await start();
+		const id = await order(t.url);
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		expect(deliveryStatuses(id)).toEqual([200, 200]);
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test('the memory of emitted event ids is bounded', async () => {
+		const t = await start({ verify: false });
+		const event = (n: number) => ({ id: `evt_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: `job-${n}`, object: 'job', status: 'completed' } });
+		for (let n = 0; n < REMEMBERED_EVENTS + 20; n++) await post(t.url, event(n));
+		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 20);
+		const ids = t.staticData().eventIds as string[];
+		expect(ids).toHaveLength(REMEMBERED_EVENTS);
+		expect(ids[0]).toBe('evt_20');
+		await post(t.url, event(REMEMBERED_EVENTS + 19));
+		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 20);
+	});
+});
+
+describe('what is refused', () => {
+	const valid = { id: 'evt_1', object: 'event', type: 'job.completed', created_at: '2026-11-22T00:00:00Z', data: { id: 'x', object: 'job' } };
+	test.each<[string, unknown, string, RegExp]>([
+		['a JSON array', [valid], 'application/json', /not a JSON object/],
+		['a body that is not JSON', 'hello', 'text/plain', /not a JSON object/],
+		['an id without evt_', { ...valid, id: '123' }, 'application/json', /evt_/],
+		['a wrong object', { ...valid, object: 'job' }, 'application/json', /object must be "event"/],
+		['an unknown type', { ...valid, type: 'job.started' }, 'application/json', /type must be one of/],
+		['no job in data', { ...valid, data: null }, 'application/json', /data must be the job/],
+		['a job without id', { ...valid, data: { object: 'job' } }, 'application/json', /data must be the job/],
+	])('%s → 400 with a reason, nothing emitted', async (_name, body, type, reason) => {
+		const t = await start();
+		const r = await post(t.url, body, type);
+		expect(r.status).toBe(400);
+		expect(r.body.error).toMatch(reason);
+		expect(t.executions).toHaveLength(0);
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+
+	test('a forged event for a job of another workspace → 403, nothing emitted', async () => {
+		const t = await start();
+		const foreign = await order('https://elsewhere.example.com/hook', {}, sb.keys.otherWorkspace);
+		const job = sb.completeJob(foreign);
+		const r = await post(t.url, { id: 'evt_forged1', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: job });
+		expect(r).toEqual({ status: 403, body: { error: 'Event refused: its job is not in this workspace.' } });
+		expect(t.executions).toHaveLength(0);
+	});
+
+	test('a forged event whose status does not match the job → 409, nothing emitted', async () => {
+		const t = await start();
+		const id = await order('https://elsewhere.example.com/hook');
+		const forged = { ...sb.job(id), status: 'completed', captions: { srt: 'https://evil.example.com/x.srt' } };
+		const r = await post(t.url, { id: 'evt_forged2', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: forged });
+		expect(r.status).toBe(409);
+		expect(r.body.error).toBe("Event refused: the event says job.completed but the job's status is queued.");
+		expect(t.executions).toHaveLength(0);
+	});
+
+	test('a verified event carries the job as read, not the body', async () => {
+		const t = await start();
+		const id = await order('https://elsewhere.example.com/hook', { title: 'Real title' });
+		const job = sb.completeJob(id);
+		await post(t.url, { id: 'evt_tamper', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, title: 'Injected', metadata: { admin: 'true' } } });
+		expect(t.executions[0][0].json).toMatchObject({ title: 'Real title', metadata: {} });
+	});
+
+	test('without verification the body is taken as is, and marked unverified', async () => {
+		const t = await start({ verify: false });
+		await post(t.url, { ...valid, data: { id: 'made-up', object: 'job', status: 'completed', title: 'Anything' } });
+		expect(t.executions[0][0].json).toMatchObject({ id: 'made-up', title: 'Anything', verified: false });
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+
+	test('a failure to read the job answers 500 and forgets the event, so a redelivery is processed', async () => {
+		const t = await start();
+		const id = await order('https://elsewhere.example.com/hook');
+		const event = { id: 'evt_retry', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) };
+		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request' });
+		expect((await post(t.url, event)).status).toBe(500);
+		expect(t.executions).toHaveLength(0);
+		expect((await post(t.url, event)).status).toBe(200);
+		expect(t.executions).toHaveLength(1);
+	});
+});
+
+describe('secret token', () => {
+	test('required and compared: missing or wrong → 401; right → accepted', async () => {
+		const t = await start({ token: 's3cret-token' });
+		const event = { id: 'evt_tok', object: 'event', type: 'job.completed', created_at: '2026-11-22T00:00:00Z', data: { id: 'x', object: 'job' } };
+		expect(await post(t.url, event)).toEqual({ status: 401, body: { error: 'The token in the URL is missing or wrong.' } });
+		expect((await post(`${t.url}?token=s3cret-tokeX`, event)).status).toBe(401);
+		expect((await post(`${t.url}?token=s3cret`, event)).status).toBe(401);
+		expect(t.executions).toHaveLength(0);
+
+		const id = await order(`${t.url}?token=s3cret-token`);
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		expect(deliveryStatuses(id)).toEqual([200]);
+		expect(t.executions).toHaveLength(1);
+	});
+});
+
+test('captions of a completed job are attached as binary files', async () => {
+	const t = await start({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+	const id = await order(t.url, { title: 'Episode 12' });
+	sb.completeJob(id);
+	await sb.settleDeliveries();
+	const { binary } = t.executions[0][0];
+	expect(binary!.data_srt).toMatchObject({ fileName: 'Episode 12.srt', mimeType: 'application/x-subrip' });
+	expect(binary!.data_vtt).toMatchObject({ fileName: 'Episode 12.vtt', mimeType: 'text/vtt' });
+	expect((await (await binaryDataService()).getAsBuffer(binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+
+	const cancelled = await order(t.url);
+	sb.cancelJob(cancelled, 'unusable_media');
+	await sb.settleDeliveries();
+	expect(t.executions[1][0].binary).toBeUndefined();
+});
+
+test('the webhook lifecycle methods exist and call nothing at the service', async () => {
+	const methods = new CaptioningTrigger().webhookMethods.default;
+	const ctx = {} as never;
+	expect(await methods.checkExists.call(ctx)).toBe(false);
+	expect(await methods.create.call(ctx)).toBe(true);
+	expect(await methods.delete.call(ctx)).toBe(true);
+});
