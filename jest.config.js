@@ -5,5 +5,7 @@ module.exports = {
 	roots: ['<rootDir>/test'],
 	testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/e2e/'],
 	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+	// Node files are imported as *.node.js: without an extension tsx would find the codex *.node.json.
+	moduleNameMapper: { '^(\\.{1,2}/.*\\.node)\\.js$': '$1' },
 	testTimeout: 30000,
 };

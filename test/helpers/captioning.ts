@@ -1,7 +1,7 @@
 // Runs the real Captioning node in n8n's execution engine against a sandbox.
 import type { IDataObject, INode, INodeExecutionData } from 'n8n-workflow';
 
-import { Captioning } from '../../nodes/Captioning/Captioning.node';
+import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import type { RunResult } from '../harness/n8n';
 import { node, runWorkflow } from '../harness/n8n';
 import type { Sandbox } from './sandbox';

@@ -224,6 +224,6 @@ describe('the item loop', () => {
 });
 
 test('the node is usable as an AI tool', async () => {
-	const { Captioning } = await import('../../nodes/Captioning/Captioning.node');
+	const { Captioning } = await import('../../nodes/Captioning/Captioning.node.js');
 	expect(new Captioning().description.usableAsTool).toBe(true);
 });

@@ -3,7 +3,7 @@
 import { Agent, request } from 'undici';
 import type { IDataObject } from 'n8n-workflow';
 
-import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node';
+import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
 import { binaryDataService } from '../harness/n8n';
 import type { ServedTrigger } from '../harness/webhook';

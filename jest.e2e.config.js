@@ -1,0 +1,10 @@
+/** The e2e suite: the package in real n8n (installed into a cache folder on first use). */
+module.exports = {
+	preset: 'ts-jest',
+	testEnvironment: 'node',
+	roots: ['<rootDir>/test/e2e'],
+	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+	moduleNameMapper: { '^(\\.{1,2}/.*\\.node)\\.js$': '$1' },
+	maxWorkers: 1,
+	testTimeout: 120000,
+};

@@ -1,0 +1,143 @@
+// The package in real n8n (npm run test:e2e): installed as users install it, credentials tested
+// with n8n's own tester, the example workflows run, the trigger's webhook served over HTTPS and
+// called by the sandbox. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { tlsPair } from '../helpers/https';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+import type { N8n } from './n8n';
+import { createN8n, installN8n, tempJson } from './n8n';
+
+const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
+const CREDENTIAL_ID = 'captioningSandbox';
+const TRIGGER_WEBHOOK_ID = '3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a';
+const TOKEN = 'change-me';
+const examples = path.resolve(__dirname, '../../examples');
+
+/** An example workflow as a user imports it, pointed at this test's folder. */
+function example(name: string, id: string, work: string, n8nUrl: string): string {
+	const text = readFileSync(path.join(examples, `${name}.json`), 'utf8')
+		.replaceAll('/tmp/captioning-demo', work)
+		.replaceAll('https://n8n.example.com', n8nUrl);
+	return tempJson(`${name}.json`, { ...JSON.parse(text), id });
+}
+
+interface Execution {
+	id: string;
+	workflowId: string;
+	status: string;
+	finished: boolean;
+}
+
+describe.each(VERSIONS)('n8n %s', (version) => {
+	let n8n: N8n;
+	let sb: Sandbox;
+	const work = mkdtempSync(path.join(tmpdir(), 'captioning-e2e-'));
+	const triggerUrl = () => `${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
+
+	const executions = async (workflowId: string) => {
+		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		const body = res.body;
+		return Array.isArray(body) ? body : (body.results ?? []);
+	};
+	const waitFor = async <T>(probe: () => Promise<T | undefined>, ms = 30000): Promise<T> => {
+		const deadline = Date.now() + ms;
+		for (;;) {
+			const value = await probe();
+			if (value !== undefined) return value;
+			if (Date.now() > deadline) throw new Error(`timed out; n8n log:\n${n8n.log().slice(-3000)}`);
+			await new Promise((r) => setTimeout(r, 300));
+		}
+	};
+
+	beforeAll(async () => {
+		sb = await createSandbox({ timing: { queuedMs: 300, processingMs: 1500 }, webhook: { ca: tlsPair().cert } });
+		n8n = await createN8n(await installN8n(version));
+		mkdirSync(path.join(work, 'inbox'), { recursive: true });
+		mkdirSync(path.join(work, 'captions'), { recursive: true });
+		writeFileSync(path.join(work, 'inbox', 'interview.mp4'), Buffer.alloc(3 * 1024 * 1024, 7));
+		await n8n.cli([
+			'import:credentials',
+			`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+		]);
+		for (const [name, id] of [['order-and-wait', 'wfOrderAndWait01'], ['store-captions', 'wfStoreCaptions1'], ['caption-new-files', 'wfCaptionFiles01']]) {
+			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
+		}
+	}, 40 * 60 * 1000);
+
+	afterAll(async () => {
+		await n8n?.stop();
+		await sb?.close();
+	});
+
+	test('the order-and-wait example runs from the CLI and writes the captions to disk', async () => {
+		const { stdout } = await n8n.cli(['execute', '--id=wfOrderAndWait01', '--rawOutput']);
+		expect(stdout).toContain('Keynote');
+		const files = readdirSync(path.join(work, 'captions')).sort();
+		expect(files).toEqual(expect.arrayContaining(['Keynote.srt', 'Keynote.vtt']));
+		expect(readFileSync(path.join(work, 'captions', 'Keynote.srt'), 'utf8')).toMatch(/^1\n00:00:00,000 --> /);
+		expect(readFileSync(path.join(work, 'captions', 'Keynote.vtt'), 'utf8')).toMatch(/^WEBVTT/);
+		expect(sb.ledger.jobs).toHaveLength(1);
+		expect(sb.ledger.jobs[0].body).toMatchObject({ title: 'Keynote', glossary: ['Kubernetes'] });
+	}, 120000);
+
+	describe('with n8n serving HTTPS', () => {
+		beforeAll(async () => {
+			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfStoreCaptions1']);
+			await n8n.start();
+			if (!version.startsWith('2.')) {
+				const wf = await n8n.rest<{ versionId: string }>('GET', '/workflows/wfStoreCaptions1');
+				const res = await n8n.rest('PATCH', '/workflows/wfStoreCaptions1', { active: true, versionId: wf.body.versionId });
+				if (res.status !== 200) throw new Error(`activation failed: ${JSON.stringify(res.body)}`);
+			}
+		}, 5 * 60 * 1000);
+
+		test("n8n's credential test passes a good key and explains a bad one", async () => {
+			const check = async (apiKey: string, baseUrl = sb.baseUrl) =>
+				(await n8n.rest<{ status: string; message: string }>('POST', '/credentials/test', { credentials: { id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey, baseUrl } } })).body;
+			expect(await check(sb.keys.full)).toMatchObject({ status: 'OK' });
+			expect(await check('sk_wrong')).toEqual({ status: 'Error', message: expect.stringMatching(/The API key is wrong \(401\)/) });
+			expect(await check(sb.keys.revoked)).toEqual({ status: 'Error', message: expect.stringMatching(/revoked/) });
+			expect(await check(sb.keys.full, 'http://127.0.0.1:9/v1')).toEqual({ status: 'Error', message: expect.stringMatching(/ECONNREFUSED|refused/) });
+		});
+
+		test('a job event POSTed over HTTPS by the sandbox starts exactly one execution; a duplicate none; a forged one none', async () => {
+			sb.setWebhook({ duplicate: true });
+			const before = (await executions('wfStoreCaptions1')).length;
+			const res = await fetch(`${sb.baseUrl}/jobs`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+				body: JSON.stringify({ media_url: 'https://media.example.com/weekly.mp4', title: 'Weekly Show', webhook_url: triggerUrl() }),
+			});
+			const job = (await res.json()) as { id: string };
+			sb.completeJob(job.id);
+			await sb.settleDeliveries();
+			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toEqual([200, 200]);
+			await waitFor(async () => ((await executions('wfStoreCaptions1')).length === before + 1 ? true : undefined));
+			await waitFor(async () => (existsSync(path.join(work, 'captions', 'Weekly Show.vtt')) ? true : undefined));
+			expect(readFileSync(path.join(work, 'captions', 'Weekly Show.srt'), 'utf8')).toMatch(/^1\n/);
+
+			const other = (await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.otherWorkspace}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: 'https://media.example.com/x.mp4' }) })).json()) as { id: string };
+			const forged = await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, { id: 'evt_forged', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(other.id) });
+			expect(forged.status).toBe(403);
+			await new Promise((r) => setTimeout(r, 1500));
+			expect(await executions('wfStoreCaptions1')).toHaveLength(before + 1);
+			sb.setWebhook({ duplicate: false });
+		}, 120000);
+
+		test('caption-new-files uploads the file and orders with the trigger URL; the event makes store-captions write them', async () => {
+			const before = (await executions('wfStoreCaptions1')).length;
+			const { stdout } = await n8n.cli(['execute', '--id=wfCaptionFiles01', '--rawOutput']);
+			expect(stdout).toContain('idempotent_replayed');
+			const upload = sb.ledger.uploads.at(-1)!;
+			expect(upload).toMatchObject({ filename: 'interview.mp4', receivedBytes: 3 * 1024 * 1024, complete: true, authorizationSeen: false });
+			const job = sb.ledger.jobs.at(-1)!;
+			expect(job.body).toMatchObject({ upload_id: upload.id, title: 'interview.mp4', webhook_url: triggerUrl(), metadata: { source_file: 'interview.mp4' } });
+			await waitFor(async () => (existsSync(path.join(work, 'captions', 'interview.mp4.srt')) ? true : undefined));
+			expect(await executions('wfStoreCaptions1')).toHaveLength(before + 1);
+		}, 120000);
+	});
+});

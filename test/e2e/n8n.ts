@@ -1,0 +1,196 @@
+// Real n8n for the e2e tests and the demo: installed into a cache folder (test/e2e/install-n8n.sh),
+// this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
+// self-signed certificate, driven through its CLI and REST API.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Agent, request } from 'undici';
+
+import { tlsPair } from '../helpers/https';
+
+const run = promisify(execFile);
+const root = path.resolve(__dirname, '../..');
+
+export interface N8nInstall {
+	version: string;
+	dir: string;
+	/** The folder holding the node binary this n8n runs on. */
+	nodeBin: string;
+}
+
+/** Installs (or finds in the cache) n8n of a version; minutes the first time, instant after. */
+export async function installN8n(version: string): Promise<N8nInstall> {
+	const { stdout } = await run('bash', [path.join(__dirname, 'install-n8n.sh'), version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 });
+	const dir = stdout.trim().split('\n').pop()!;
+	return { version, dir, nodeBin: readFileSync(path.join(dir, '.node-bin'), 'utf8').trim() };
+}
+
+let packed: string | undefined;
+
+/** `npm pack` of this package (its prepack builds it), once per process. */
+export async function packPackage(): Promise<string> {
+	if (packed) return packed;
+	const out = mkdtempSync(path.join(tmpdir(), 'captioning-pack-'));
+	const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+	packed = path.join(out, stdout.trim().split('\n').pop()!);
+	return packed;
+}
+
+async function freePort(): Promise<number> {
+	return await new Promise((resolve) => {
+		const server = createServer();
+		server.listen(0, '127.0.0.1', () => {
+			const { port } = server.address() as AddressInfo;
+			server.close(() => resolve(port));
+		});
+	});
+}
+
+export interface N8n {
+	install: N8nInstall;
+	userFolder: string;
+	port: number;
+	/** https://127.0.0.1:<port> */
+	url: string;
+	/** Runs an n8n CLI command with this instance's environment. */
+	cli(args: string[]): Promise<{ stdout: string; stderr: string }>;
+	start(): Promise<void>;
+	stop(): Promise<void>;
+	/** A REST call as the owner (created on first use). */
+	rest<T = unknown>(method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }>;
+	/** POSTs to a URL of this n8n (webhooks). */
+	post(pathname: string, body: unknown): Promise<{ status: number; text: string }>;
+	log(): string;
+}
+
+export const tls = new Agent({ connect: { ca: tlsPair().cert } });
+
+/** Prepares a fresh user folder with this package installed, ready to import and start. */
+export async function createN8n(install: N8nInstall): Promise<N8n> {
+	const userFolder = mkdtempSync(path.join(tmpdir(), `n8n-${install.version}-`));
+	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
+	mkdirSync(nodesDir, { recursive: true });
+	writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
+	const tgz = await packPackage();
+	const env = {
+		...process.env,
+		PATH: `${install.nodeBin}:${process.env.PATH}`,
+		npm_config_yes: 'true',
+	};
+	// As n8n's community-node installer does: --legacy-peer-deps keeps npm from pulling n8n-workflow.
+	await run('npm', ['install', tgz, '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: nodesDir, env, maxBuffer: 16 * 1024 * 1024 });
+
+	const port = await freePort();
+	const { keyPath, certPath } = tlsPair();
+	const n8nEnv: NodeJS.ProcessEnv = {
+		...env,
+		N8N_USER_FOLDER: userFolder,
+		N8N_PORT: String(port),
+		N8N_HOST: '127.0.0.1',
+		N8N_LISTEN_ADDRESS: '127.0.0.1',
+		N8N_PROTOCOL: 'https',
+		N8N_SSL_KEY: keyPath,
+		N8N_SSL_CERT: certPath,
+		WEBHOOK_URL: `https://127.0.0.1:${port}/`,
+		N8N_EDITOR_BASE_URL: `https://127.0.0.1:${port}/`,
+		N8N_DIAGNOSTICS_ENABLED: 'false',
+		N8N_VERSION_NOTIFICATIONS_ENABLED: 'false',
+		N8N_TEMPLATES_ENABLED: 'false',
+		N8N_ENFORCE_SETTINGS_FILE_PERMISSIONS: 'false',
+		N8N_PERSONALIZATION_ENABLED: 'false',
+		N8N_RUNNERS_ENABLED: 'false',
+		N8N_LOG_LEVEL: 'info',
+		// Read/Write Files from Disk may only touch folders named here.
+		N8N_RESTRICT_FILE_ACCESS_TO: tmpdir(),
+		N8N_BLOCK_FILE_ACCESS_TO_N8N_FILES: 'false',
+		EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'all',
+		NODE_OPTIONS: '--max-old-space-size=2048',
+	};
+	const bin = path.join(install.dir, 'node_modules', 'n8n', 'bin', 'n8n');
+	let child: ChildProcess | undefined;
+	let output = '';
+	let cookie = '';
+
+	const instance: N8n = {
+		install,
+		userFolder,
+		port,
+		url: `https://127.0.0.1:${port}`,
+		async cli(args) {
+			return await run(path.join(install.nodeBin, 'node'), [bin, ...args], { env: n8nEnv, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60 * 1000 });
+		},
+		async start() {
+			child = spawn(path.join(install.nodeBin, 'node'), [bin, 'start'], { env: n8nEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+			child.stdout!.on('data', (d) => (output += String(d)));
+			child.stderr!.on('data', (d) => (output += String(d)));
+			const deadline = Date.now() + 120000;
+			for (;;) {
+				if (child.exitCode !== null) throw new Error(`n8n exited (${child.exitCode}):\n${output.slice(-4000)}`);
+				try {
+					const res = await request(`${instance.url}/healthz/readiness`, { dispatcher: tls });
+					await res.body.text();
+					if (res.statusCode === 200) return;
+				} catch {
+					// not listening yet
+				}
+				if (Date.now() > deadline) throw new Error(`n8n did not become ready:\n${output.slice(-4000)}`);
+				await new Promise((r) => setTimeout(r, 500));
+			}
+		},
+		async stop() {
+			if (!child || child.exitCode !== null) return;
+			const exited = new Promise((r) => child!.once('exit', r));
+			child.kill('SIGTERM');
+			const timer = setTimeout(() => child!.kill('SIGKILL'), 20000);
+			await exited;
+			clearTimeout(timer);
+		},
+		async rest<T>(method: string, pathname: string, body?: unknown) {
+			if (!cookie) {
+				const owner = { email: 'owner@example.com', firstName: 'Test', lastName: 'Owner', password: 'Passw0rd-for-e2e' };
+				let res = await request(`${instance.url}/rest/owner/setup`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(owner) });
+				await res.body.text();
+				if (res.statusCode !== 200) {
+					res = await request(`${instance.url}/rest/login`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password }) });
+					await res.body.text();
+				}
+				const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
+				cookie = setCookie.map((c) => c.split(';')[0]).join('; ');
+				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);
+			}
+			const res = await request(`${instance.url}/rest${pathname}`, {
+				method: method as 'GET',
+				dispatcher: tls,
+				headers: { cookie, 'content-type': 'application/json', 'browser-id': 'e2e' },
+				body: body === undefined ? undefined : JSON.stringify(body),
+			});
+			const text = await res.body.text();
+			let parsed: unknown = text;
+			try {
+				parsed = JSON.parse(text);
+			} catch {
+				// not JSON
+			}
+			const data = (parsed as { data?: unknown })?.data ?? parsed;
+			return { status: res.statusCode, body: data as T };
+		},
+		async post(pathname, body) {
+			const res = await request(`${instance.url}${pathname}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+			return { status: res.statusCode, text: await res.body.text() };
+		},
+		log: () => output,
+	};
+	return instance;
+}
+
+/** Writes JSON to a temp file (for the CLI's --input). */
+export function tempJson(name: string, value: unknown): string {
+	const dir = mkdtempSync(path.join(tmpdir(), 'n8n-input-'));
+	const file = path.join(dir, name);
+	writeFileSync(file, JSON.stringify(value, null, 2));
+	return file;
+}
