@@ -41,27 +41,46 @@ export function tokenMatches(given: unknown, expected: string): boolean {
 	return typeof given === 'string' && timingSafeEqual(digest(given), digest(expected));
 }
 
-/** The ids already emitted, in the node's static data (kept by n8n for active workflows). */
-function seenIds(ctx: IWebhookFunctions): string[] {
+/**
+ * Event ids this process has claimed, per workflow and node. n8n hands each webhook request its
+ * own copy of the static data and saves it only after the execution, so two deliveries of one
+ * event that arrive together would both pass a check of static data alone. Checking and claiming
+ * here happen in one synchronous step.
+ */
+const claimedInProcess = new Map<string, string[]>();
+
+function remember(ids: string[], id: string): void {
+	ids.push(id);
+	if (ids.length > REMEMBERED_EVENTS) ids.splice(0, ids.length - REMEMBERED_EVENTS);
+}
+
+function forget(ids: string[], id: string): void {
+	const at = ids.lastIndexOf(id);
+	if (at >= 0) ids.splice(at, 1);
+}
+
+/** The two memories of emitted ids: this process's, and the node's static data (kept across restarts). */
+function memories(ctx: IWebhookFunctions): [string[], string[]] {
+	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
+	let inProcess = claimedInProcess.get(key);
+	if (!inProcess) claimedInProcess.set(key, (inProcess = []));
 	const data = ctx.getWorkflowStaticData('node');
 	if (!Array.isArray(data.eventIds)) data.eventIds = [];
-	return data.eventIds as string[];
+	return [inProcess, data.eventIds as string[]];
 }
 
 /** Marks an id as taken; false when it already was (a duplicate delivery). */
 export function claimEvent(ctx: IWebhookFunctions, id: string): boolean {
-	const ids = seenIds(ctx);
-	if (ids.includes(id)) return false;
-	ids.push(id);
-	if (ids.length > REMEMBERED_EVENTS) ids.splice(0, ids.length - REMEMBERED_EVENTS);
+	const [inProcess, persisted] = memories(ctx);
+	if (inProcess.includes(id) || persisted.includes(id)) return false;
+	remember(inProcess, id);
+	remember(persisted, id);
 	return true;
 }
 
 /** Gives an id back, so that a redelivery of an event that failed here is not dropped. */
 export function releaseEvent(ctx: IWebhookFunctions, id: string): void {
-	const ids = seenIds(ctx);
-	const at = ids.lastIndexOf(id);
-	if (at >= 0) ids.splice(at, 1);
+	for (const ids of memories(ctx)) forget(ids, id);
 }
 
 /** Why the job as read does not back the event up, or undefined when it does. */

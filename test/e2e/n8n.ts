@@ -76,8 +76,10 @@ export async function createN8n(install: N8nInstall): Promise<N8n> {
 	mkdirSync(nodesDir, { recursive: true });
 	writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
 	const tgz = await packPackage();
-	const env = {
-		...process.env,
+	// Not jest's environment: with NODE_ENV=test n8n runs in its own test mode and prints nothing.
+	const { NODE_ENV: _nodeEnv, JEST_WORKER_ID: _worker, ...inherited } = process.env;
+	const env: NodeJS.ProcessEnv = {
+		...inherited,
 		PATH: `${install.nodeBin}:${process.env.PATH}`,
 		npm_config_yes: 'true',
 	};

@@ -47,16 +47,22 @@ export async function serveTrigger(options: {
 		parameters: options.parameters as INode['parameters'],
 		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
 	};
-	const workflow = new Workflow({
-		id: 'trigger-workflow',
-		name: 'trigger',
-		nodes: [node],
-		connections: {},
-		active: true,
-		nodeTypes: new HarnessNodeTypes({ [options.typeName]: options.nodeType }),
-		settings: {},
-		staticData: {},
-	});
+	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: options.nodeType });
+	// As n8n does: each request loads the workflow, with a copy of its saved static data, and the
+	// data is saved back only after an execution it started (so two concurrent requests both see
+	// the data as it was before either).
+	let savedStaticData: IDataObject = {};
+	const loadWorkflow = () =>
+		new Workflow({
+			id: 'trigger-workflow',
+			name: 'trigger',
+			nodes: [node],
+			connections: {},
+			active: true,
+			nodeTypes,
+			settings: {},
+			staticData: structuredClone(savedStaticData),
+		});
 	const description = options.nodeType.description.webhooks![0] as IWebhookDescription;
 	const executions: INodeExecutionData[][] = [];
 	let counter = 0;
@@ -73,11 +79,15 @@ export async function serveTrigger(options: {
 			workflowExecuteAdditionalData: additionalData,
 			webhookId: node.webhookId,
 		};
+		const workflow = loadWorkflow();
 		const context = new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], null);
 		try {
 			const result = await options.nodeType.webhook!.call(context);
 			if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Workflow was started' });
-			if (result.workflowData) executions.push(result.workflowData[0]);
+			if (result.workflowData) {
+				executions.push(result.workflowData[0]);
+				savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+			}
 		} catch (error) {
 			if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
 		}
@@ -89,7 +99,7 @@ export async function serveTrigger(options: {
 	return {
 		url: `https://127.0.0.1:${port}/webhook/${node.webhookId}/${String(description.path)}`,
 		executions,
-		staticData: () => workflow.getStaticData('node', node),
+		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
 		close: async () => {
 			server.closeAllConnections();
 			await new Promise((resolve) => server.close(resolve));
