@@ -123,10 +123,18 @@ export async function createN8n(install: N8nInstall): Promise<N8n> {
 		port,
 		url: `https://127.0.0.1:${port}`,
 		async cli(args) {
-			return await run(path.join(install.nodeBin, 'node'), [bin, ...args], { env: n8nEnv, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60 * 1000 });
+			try {
+				// Each n8n process starts a task broker: a CLI run beside the server needs a port of its own.
+				const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+				return await run(path.join(install.nodeBin, 'node'), [bin, ...args], { env, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60 * 1000 });
+			} catch (error) {
+				const e = error as { stdout?: string; stderr?: string; message: string };
+				throw new Error(`n8n ${args[0]} failed: ${e.message}\n${String(e.stdout ?? '').slice(-3000)}\n${String(e.stderr ?? '').slice(-2000)}`);
+			}
 		},
 		async start() {
-			child = spawn(path.join(install.nodeBin, 'node'), [bin, 'start'], { env: n8nEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+			const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+			child = spawn(path.join(install.nodeBin, 'node'), [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
 			child.stdout!.on('data', (d) => (output += String(d)));
 			child.stderr!.on('data', (d) => (output += String(d)));
 			const deadline = Date.now() + 120000;
