@@ -89,9 +89,13 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfStoreCaptions1']);
 			await n8n.start();
 			if (!version.startsWith('2.')) {
-				const wf = await n8n.rest<{ versionId: string }>('GET', '/workflows/wfStoreCaptions1');
-				const res = await n8n.rest('PATCH', '/workflows/wfStoreCaptions1', { active: true, versionId: wf.body.versionId });
-				if (res.status !== 200) throw new Error(`activation failed: ${JSON.stringify(res.body)}`);
+				// n8n 1.x: a CLI import writes no workflow_history row, which activation looks up.
+				// Saving the workflow once through the REST API (as the editor does) writes it.
+				type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string };
+				const wf = await n8n.rest<Wf>('GET', '/workflows/wfStoreCaptions1');
+				const saved = await n8n.rest<Wf>('PATCH', '/workflows/wfStoreCaptions1', { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, versionId: wf.body.versionId });
+				const res = await n8n.rest('PATCH', '/workflows/wfStoreCaptions1', { active: true, versionId: saved.body.versionId });
+				if (res.status !== 200) throw new Error(`activation failed: ${JSON.stringify(res.body).slice(0, 500)}`);
 			}
 		}, 5 * 60 * 1000);
 

@@ -141,7 +141,8 @@ export async function createN8n(install: N8nInstall): Promise<N8n> {
 			for (;;) {
 				if (child.exitCode !== null) throw new Error(`n8n exited (${child.exitCode}):\n${output.slice(-4000)}`);
 				try {
-					const res = await request(`${instance.url}/healthz/readiness`, { dispatcher: tls });
+					// n8n 1.x answers /healthz before its REST routes exist: wait for those too.
+					const res = await request(`${instance.url}/rest/settings`, { dispatcher: tls });
 					await res.body.text();
 					if (res.statusCode === 200) return;
 				} catch {
