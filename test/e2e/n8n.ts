@@ -70,7 +70,8 @@ export interface N8n {
 export const tls = new Agent({ connect: { ca: tlsPair().cert } });
 
 /** Prepares a fresh user folder with this package installed, ready to import and start. */
-export async function createN8n(install: N8nInstall): Promise<N8n> {
+/** `fileAccess`: folders Read/Write Files from Disk may use (besides the temp folder). */
+export async function createN8n(install: N8nInstall, fileAccess: string[] = []): Promise<N8n> {
 	const userFolder = mkdtempSync(path.join(tmpdir(), `n8n-${install.version}-`));
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
 	mkdirSync(nodesDir, { recursive: true });
@@ -107,7 +108,7 @@ export async function createN8n(install: N8nInstall): Promise<N8n> {
 		N8N_RUNNERS_ENABLED: 'false',
 		N8N_LOG_LEVEL: 'info',
 		// Read/Write Files from Disk may only touch folders named here.
-		N8N_RESTRICT_FILE_ACCESS_TO: tmpdir(),
+		N8N_RESTRICT_FILE_ACCESS_TO: [tmpdir(), ...fileAccess].join(';'),
 		N8N_BLOCK_FILE_ACCESS_TO_N8N_FILES: 'false',
 		EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'all',
 		NODE_OPTIONS: '--max-old-space-size=2048',
