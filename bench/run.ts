@@ -5,14 +5,13 @@
 //      jobs and charges counted by the sandbox, also with 10% injected 503s and connection resets
 //   4. load cost: time to require the compiled nodes and credentials on top of n8n-workflow
 import { execFile, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpus } from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 
 import { binaryDataService, storeBinary } from '../test/harness/n8n';
 import { runCaptioning } from '../test/helpers/captioning';
+import { generatedMedia } from '../test/helpers/media';
 import type { Sandbox } from '../test/helpers/sandbox';
 import { createSandbox } from '../test/helpers/sandbox';
 
@@ -47,21 +46,7 @@ async function uploadFigures() {
 	const sandbox = await sandboxProcess();
 	try {
 		log(`generating ${UPLOAD_BYTES / 1024 ** 2} MiB in n8n's filesystem binary store…`);
-		const chunk = randomBytes(1024 * 1024);
-		let made = 0;
-		const source = new Readable({
-			read() {
-				if (made >= UPLOAD_BYTES) {
-					this.push(null);
-					return;
-				}
-				const n = Math.min(chunk.length, UPLOAD_BYTES - made);
-				chunk.writeUInt32LE(made / chunk.length, 0);
-				made += n;
-				this.push(Buffer.from(chunk.subarray(0, n)));
-			},
-		});
-		const binary = await storeBinary(source, { fileName: 'bench.mp4', mimeType: 'video/mp4' });
+		const binary = await storeBinary(generatedMedia(UPLOAD_BYTES).stream, { fileName: 'bench.mp4', mimeType: 'video/mp4' });
 		const file = (await binaryDataService()).getPath(binary!.data.id!);
 		// Let the kernel write the new file out before timing anything that reads it.
 		await run('sync');

@@ -5,6 +5,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { binaryDataService, storeBinary } from '../harness/n8n';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
+import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
 
@@ -44,25 +45,9 @@ describe('Upload → Create', () => {
 
 	test('a file of 256 MiB in the filesystem binary store is streamed: the bytes and hash match, memory stays flat', async () => {
 		const size = 256 * 1024 * 1024;
-		const chunk = Buffer.alloc(1024 * 1024);
-		const { createHash } = await import('node:crypto');
-		const { Readable } = await import('node:stream');
-		const hash = createHash('sha256');
-		let written = 0;
-		const source = new Readable({
-			read() {
-				if (written >= size) {
-					this.push(null);
-					return;
-				}
-				chunk.writeUInt32LE(written / chunk.length, 0);
-				hash.update(chunk);
-				written += chunk.length;
-				this.push(Buffer.from(chunk));
-			},
-		});
-		const binary = await storeBinary(source, { fileName: 'big.mp4', mimeType: 'video/mp4' });
-		const expected = hash.digest('hex');
+		const { stream, sha256 } = generatedMedia(size);
+		const binary = await storeBinary(stream, { fileName: 'big.mp4', mimeType: 'video/mp4' });
+		const expected = sha256();
 		expect((await (await binaryDataService()).getMetadata(binary!.data.id!)).fileSize).toBe(size);
 
 		global.gc?.();
