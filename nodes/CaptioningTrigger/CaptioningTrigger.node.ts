@@ -12,8 +12,9 @@ import { NodeApiError, NodeConnectionTypes } from 'n8n-workflow';
 import { captionBinaries, formatsField } from '../Captioning/actions/job/getCaptions.operation';
 import type { CaptionFormat, Job } from '../Captioning/helpers/types';
 import { apiRequest, segment } from '../Captioning/transport';
-import type { CaptioningEvent, EventType } from './events';
-import { claimEvent, eventProblem, releaseEvent, tokenMatches, verificationProblem } from './events';
+import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
+import { eventProblem, verificationProblem } from '../Captioning/helpers/events';
+import { claimEvent, releaseEvent, tokenMatches } from './events';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {

@@ -1,39 +1,9 @@
-// What the trigger does with a delivery: checks its shape, its token, whether it was seen
-// before, and (by reading the job back) whether the service really sent it.
-import type { IDataObject, IWebhookFunctions } from 'n8n-workflow';
+// The trigger's own checks of a delivery: its token, and whether it was seen before.
+import type { IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
-
-import type { Job } from '../Captioning/helpers/types';
-
-export const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-export interface CaptioningEvent {
-	id: string;
-	object: 'event';
-	type: EventType;
-	created_at: string;
-	data: Job;
-}
-
-const STATUS_OF: Record<EventType, Job['status']> = { 'job.completed': 'completed', 'job.cancelled': 'cancelled' };
 
 /** How many event ids the node remembers: enough for any redelivery window, small in static data. */
 export const REMEMBERED_EVENTS = 500;
-
-/** The reason a body is not an Event of interface part 6, or undefined when it is one. */
-export function eventProblem(body: unknown): string | undefined {
-	if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
-	const e = body as IDataObject;
-	if (typeof e.id !== 'string' || !/^evt_/.test(e.id)) return 'id must be an event id starting with evt_';
-	if (e.object !== 'event') return 'object must be "event"';
-	if (!EVENT_TYPES.includes(e.type as EventType)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
-	const data = e.data as IDataObject | undefined;
-	if (typeof data !== 'object' || data === null || data.object !== 'job' || typeof data.id !== 'string' || data.id === '') {
-		return 'data must be the job (an object with object "job" and its id)';
-	}
-	return undefined;
-}
 
 /** Compares the token in constant time (over digests, so the length leaks nothing either). */
 export function tokenMatches(given: unknown, expected: string): boolean {
@@ -83,10 +53,3 @@ export function releaseEvent(ctx: IWebhookFunctions, id: string): void {
 	for (const ids of memories(ctx)) forget(ids, id);
 }
 
-/** Why the job as read does not back the event up, or undefined when it does. */
-export function verificationProblem(event: CaptioningEvent, job: Job): string | undefined {
-	if (job.status !== STATUS_OF[event.type]) {
-		return `the event says ${event.type} but the job's status is ${job.status}`;
-	}
-	return undefined;
-}
