@@ -1,8 +1,17 @@
-import type { IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import type {
+	IExecuteFunctions,
+	IHookFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+	IWebhookFunctions,
+	IWebhookResponseData,
+} from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
+import { resume } from './actions/job/create.operation';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
 
@@ -20,6 +29,18 @@ export class Captioning implements INodeType {
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [{ name: 'captioningApi', required: true }],
+		// Job → Create's Wait for Completion: On Webhook resumes here ($execution.resumeUrl/<node id>).
+		webhooks: [
+			{
+				name: 'default',
+				httpMethod: 'POST',
+				responseMode: 'onReceived',
+				responseData: '',
+				path: '={{ $nodeId }}',
+				restartWebhook: true,
+				isFullPath: true,
+			},
+		],
 		properties: [
 			{
 				displayName: 'Resource',
@@ -41,5 +62,25 @@ export class Captioning implements INodeType {
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return await router.call(this);
+	}
+
+	// The only webhook is a restart webhook: it exists while an execution waits, so n8n never
+	// registers it on activation and there is nothing at the service to create or delete.
+	webhookMethods = {
+		default: {
+			async checkExists(this: IHookFunctions): Promise<boolean> {
+				return true;
+			},
+			async create(this: IHookFunctions): Promise<boolean> {
+				return true;
+			},
+			async delete(this: IHookFunctions): Promise<boolean> {
+				return true;
+			},
+		},
+	};
+
+	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
+		return await resume.call(this);
 	}
 }

@@ -176,6 +176,8 @@ export interface RunOptions {
 	input?: INodeExecutionData[];
 	mode?: WorkflowExecuteMode;
 	executionId?: string;
+	/** n8n's base for resume URLs ($execution.resumeUrl); http by default, as n8n without TLS. */
+	webhookWaitingBaseUrl?: string;
 	/** Resolves with the AbortController n8n uses to cancel the run. */
 	onStart?: (cancel: () => void) => void;
 }
@@ -253,7 +255,10 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	const done = new Promise<IRun>((resolve) => (finished = resolve));
 	hooks.addHandler('workflowExecuteAfter', (run) => finished(run));
 
-	const additionalData = additionalDataFor(options.credentials ?? {}, executionId, { hooks });
+	const additionalData = additionalDataFor(options.credentials ?? {}, executionId, {
+		hooks,
+		...(options.webhookWaitingBaseUrl ? { webhookWaitingBaseUrl: options.webhookWaitingBaseUrl } : {}),
+	});
 
 	const start = workflow.getStartNode() ?? options.nodes[0];
 	const runExecutionData: IRunExecutionData = {

@@ -17,7 +17,7 @@ export interface NodeRun extends RunResult {
 export async function runCaptioning(
 	sb: Sandbox,
 	parameters: IDataObject,
-	options: { input?: INodeExecutionData[]; key?: string; settings?: Partial<INode>; onStart?: (cancel: () => void) => void } = {},
+	options: { input?: INodeExecutionData[]; key?: string; settings?: Partial<INode>; onStart?: (cancel: () => void) => void; webhookWaitingBaseUrl?: string } = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
 		nodes: [node(NODE, 'captioning', parameters, options.settings)],
@@ -25,6 +25,7 @@ export async function runCaptioning(
 		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl } },
 		input: options.input,
 		onStart: options.onStart,
+		webhookWaitingBaseUrl: options.webhookWaitingBaseUrl,
 	});
 	return { ...result, items: result.output(NODE), failure: result.error(NODE) as NodeRun['failure'] };
 }

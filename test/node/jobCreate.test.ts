@@ -205,6 +205,29 @@ describe('waiting for completion', () => {
 		expect(run.items[0].json).toMatchObject({ status: 'cancelled', cancellation: { reason: 'unsupported_media' }, cost: { amount: '0.00' } });
 	});
 
+	test('On Webhook orders with the signed resume URL of this execution and node, then waits', async () => {
+		const run = await runCaptioning(sb, create({ waitForCompletion: 'webhook', timeout: 90 }), { webhookWaitingBaseUrl: 'https://n8n.example.com/webhook-waiting' });
+		expect(run.failure).toBeUndefined();
+		expect(run.run.status).toBe('waiting');
+		expect(run.run.waitTill!.getTime()).toBeGreaterThan(Date.now() + 89 * 60000);
+		const webhookUrl = String(sb.ledger.jobs[0].body.webhook_url);
+		expect(webhookUrl).toMatch(/^https:\/\/n8n\.example\.com\/webhook-waiting\/harness-\d+\/Captioning-id\?signature=\w+/);
+		expect(run.items[0].json).toMatchObject({ id: sb.ledger.jobs[0].id, status: 'queued' });
+	});
+
+	test.each<[string, IDataObject, IDataObject[], RegExp]>([
+		['n8n without HTTPS', {}, [{}], /n8n's webhook address http:\/\/127\.0\.0\.1:5678 is not HTTPS/],
+		['more than one item', {}, [{}, {}], /takes one item per execution; this node received 2/],
+		['a Webhook URL option as well', { options: { webhookUrl: 'https://hooks.example.com/x' } }, [{}], /cannot be combined with Wait for Completion: On Webhook/],
+	])('On Webhook refuses %s before ordering', async (_name, params, items, message) => {
+		const run = await runCaptioning(sb, create({ waitForCompletion: 'webhook', timeout: 10, ...params }), {
+			input: items.map((json) => ({ json })),
+			webhookWaitingBaseUrl: _name === 'n8n without HTTPS' ? undefined : 'https://n8n.example.com/webhook-waiting',
+		});
+		expect(run.failure).toMatchObject({ name: 'NodeOperationError', message: expect.stringMatching(message) });
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+
 	test('cancelling the execution stops the wait at once', async () => {
 		const started = Date.now();
 		const run = await runCaptioning(sb, create({ waitForCompletion: 'poll', pollInterval: 30, timeout: 60 }), {

@@ -1,14 +1,16 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { InputFile } from '../../helpers/binary';
 import { readInputFile } from '../../helpers/binary';
 import type { JobSource } from '../../helpers/createJob';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/createJob';
 import { automaticKey, checkCustomKey } from '../../helpers/idempotency';
+import type { CaptioningEvent } from '../../helpers/events';
+import { eventProblem, verificationProblem } from '../../helpers/events';
 import type { CreateJobBody, Job } from '../../helpers/types';
 import { pollJob } from '../../helpers/wait';
-import { apiRequest } from '../../transport';
+import { apiRequest, segment } from '../../transport';
 import { uploadFile } from '../../transport/files';
 import { inputFileField } from '../upload/create.operation';
 
@@ -246,6 +248,11 @@ const properties: INodeProperties[] = [
 		type: 'options',
 		options: [
 			{ name: "Don't Wait", value: 'none', description: 'Output the job as ordered (status queued)' },
+			{
+				name: 'On Webhook',
+				value: 'webhook',
+				description: 'Put the execution to sleep and resume it when the service reports the job completed or cancelled. n8n must be reachable over HTTPS; one item per execution.',
+			},
 			{ name: 'Poll', value: 'poll', description: 'Check the job at an interval and output it once completed or cancelled' },
 		],
 		default: 'none',
@@ -266,8 +273,8 @@ const properties: INodeProperties[] = [
 		type: 'number',
 		typeOptions: { minValue: 1 },
 		default: 120,
-		displayOptions: { show: { waitForCompletion: ['poll'] } },
-		description: 'How long to wait before failing the item; the job itself goes on and is not charged again',
+		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
+		description: 'How long to wait. Poll then fails the item; On Webhook resumes with the job as ordered. The job itself goes on and is not charged again.',
 	},
 ];
 
@@ -285,6 +292,65 @@ async function uploadOnce(ctx: IExecuteFunctions, i: number, file: InputFile, id
 	return uploads[key];
 }
 
+/**
+ * The signed URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
+ * before anything is ordered: the service only calls HTTPS, and one execution waits for one job.
+ */
+function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
+	if (ctx.getInputData().length !== 1) {
+		throw new NodeOperationError(ctx.getNode(), `Wait for Completion: On Webhook takes one item per execution; this node received ${ctx.getInputData().length}`, {
+			itemIndex: i,
+			description: 'An execution can wait for one job. For batches use Wait for Completion: Poll, or send each item to its own execution (e.g. an Execute Workflow node).',
+		});
+	}
+	if (body.webhook_url) {
+		throw new NodeOperationError(ctx.getNode(), 'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook', {
+			itemIndex: i,
+			description: 'On Webhook gives the service this execution\'s own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).',
+		});
+	}
+	const url = ctx.getSignedResumeUrl();
+	if (!url.startsWith('https://')) {
+		throw new NodeOperationError(ctx.getNode(), `n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`, {
+			itemIndex: i,
+			description: 'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
+		});
+	}
+	return url;
+}
+
+/**
+ * Resumes an execution waiting in Job → Create (On Webhook) with the job of the service's event.
+ * Resume URLs are signed by n8n; the event is also checked against the job as read back, which
+ * must have been ordered with this very URL.
+ */
+export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
+	const respond = (status: number, error: string): IWebhookResponseData => {
+		this.getResponseObject().status(status).json({ error });
+		return { noWebhookResponse: true };
+	};
+	const body = this.getBodyData();
+	const problem = eventProblem(body);
+	if (problem) return respond(400, `Not a captioning event: ${problem}.`);
+	const event = body as unknown as CaptioningEvent;
+	let job: Job;
+	try {
+		job = (await apiRequest<Job>(this, 'GET', `/jobs/${segment(event.data.id)}`)).body;
+	} catch (error) {
+		const notFound = error instanceof NodeApiError && error.httpCode === '404';
+		return respond(notFound ? 403 : 500, notFound ? 'Event refused: its job is not in this workspace.' : `The job could not be read: ${(error as Error).message}`);
+	}
+	const mismatch = verificationProblem(event, job);
+	if (mismatch) return respond(409, `Event refused: ${mismatch}.`);
+	const orderedFor = new URL(String(job.options.webhook_url ?? ''), 'https://invalid').pathname;
+	const calledAt = new URL(this.getRequestObject().originalUrl, 'https://invalid').pathname;
+	if (orderedFor !== calledAt) return respond(403, 'Event refused: its job was not ordered by this execution.');
+	return {
+		webhookResponse: { received: true, resumed: true },
+		workflowData: [[{ json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
+	};
+}
+
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
 	// Everything is checked before the first request: a mistake costs nothing.
 	const source = this.getNodeParameter('source', i) as JobSource;
@@ -300,17 +366,20 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	checkBodySize(this, i, source === 'binary' ? { ...body, upload_id: '00000000-0000-0000-0000-000000000000' } : body);
 	const idempotency = this.getNodeParameter('idempotency', i) as 'auto' | 'custom' | 'none';
 	const customKey = idempotency === 'custom' ? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string) : undefined;
-	const wait = this.getNodeParameter('waitForCompletion', i) as 'none' | 'poll';
-	const interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 0;
-	const timeout = wait === 'poll' ? (this.getNodeParameter('timeout', i) as number) : 0;
-	if (wait === 'poll' && !(interval >= 1 && timeout >= 1)) {
+	const wait = this.getNodeParameter('waitForCompletion', i) as 'none' | 'poll' | 'webhook';
+	const interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
+	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
+	if (!(interval >= 1 && timeout >= 1)) {
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
 	}
+	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
 
 	if (file) body.upload_id = await uploadOnce(this, i, file, identity);
 	const idempotencyKey = idempotency === 'auto' ? automaticKey(this, i, body) : customKey;
 	const response = await apiRequest<Job>(this, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey, itemIndex: i });
 	let job = response.body;
 	if (wait === 'poll') job = await pollJob(this, i, job, interval, timeout);
+	// The output until the service's event resumes the execution (or the timeout does, with this job).
+	if (wait === 'webhook') await this.putExecutionToWait(new Date(Date.now() + timeout * 60000));
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: response.headers['idempotent-replayed'] === 'true' } }];
 }
