@@ -53,6 +53,18 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		}
 	};
 
+	/**
+	 * n8n 1.x: a CLI import writes no workflow_history row, which activation looks up. Saving the
+	 * workflow once through the REST API (as the editor does) writes it.
+	 */
+	const activateOn1x = async (id: string) => {
+		type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string };
+		const wf = await n8n.rest<Wf>('GET', `/workflows/${id}`);
+		const saved = await n8n.rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, versionId: wf.body.versionId });
+		const res = await n8n.rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
+		if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+	};
+
 	beforeAll(async () => {
 		sb = await createSandbox({ timing: { queuedMs: 300, processingMs: 1500 }, webhook: { ca: tlsPair().cert } });
 		n8n = await createN8n(await installN8n(version));
@@ -63,7 +75,12 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			'import:credentials',
 			`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
 		]);
-		for (const [name, id] of [['order-and-wait', 'wfOrderAndWait01'], ['store-captions', 'wfStoreCaptions1'], ['caption-new-files', 'wfCaptionFiles01']]) {
+		for (const [name, id] of [
+			['order-and-wait', 'wfOrderAndWait01'],
+			['store-captions', 'wfStoreCaptions1'],
+			['caption-new-files', 'wfCaptionFiles01'],
+			['order-and-wait-webhook', 'wfOrderOnEvent01'],
+		]) {
 			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
 		}
 	}, 40 * 60 * 1000);
@@ -86,17 +103,9 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 
 	describe('with n8n serving HTTPS', () => {
 		beforeAll(async () => {
-			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfStoreCaptions1']);
+			for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${id}`]);
 			await n8n.start();
-			if (!version.startsWith('2.')) {
-				// n8n 1.x: a CLI import writes no workflow_history row, which activation looks up.
-				// Saving the workflow once through the REST API (as the editor does) writes it.
-				type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string };
-				const wf = await n8n.rest<Wf>('GET', '/workflows/wfStoreCaptions1');
-				const saved = await n8n.rest<Wf>('PATCH', '/workflows/wfStoreCaptions1', { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, versionId: wf.body.versionId });
-				const res = await n8n.rest('PATCH', '/workflows/wfStoreCaptions1', { active: true, versionId: saved.body.versionId });
-				if (res.status !== 200) throw new Error(`activation failed: ${JSON.stringify(res.body).slice(0, 500)}`);
-			}
+			if (!version.startsWith('2.')) for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) await activateOn1x(id);
 		}, 5 * 60 * 1000);
 
 		test("n8n's credential test passes a good key and explains a bad one", async () => {
@@ -143,5 +152,28 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			await waitFor(async () => (existsSync(path.join(work, 'captions', 'interview.mp4.srt')) ? true : undefined));
 			expect(await executions('wfStoreCaptions1')).toHaveLength(before + 1);
 		}, 120000);
+
+		test('On Webhook: the execution waits, survives a restart of n8n, and resumes when the job completes', async () => {
+			sb.setTiming(null); // the job completes when this test says, after the restart
+			const res = await n8n.post('/webhook/captioning-order', { media_url: 'https://media.example.com/town-hall.mp4', title: 'Town Hall' });
+			expect(res.status).toBe(200);
+			const job = await waitFor(async () => sb.ledger.jobs.find((j) => j.body.title === 'Town Hall'));
+			expect(String(job.body.webhook_url)).toMatch(new RegExp(`^${n8n.url}/webhook-waiting/\\d+/3e3f8d61-4c5a-4d7e-9f90-ab1c2d3e4f02(\\?signature=\\w+)?$`));
+			const waiting = await waitFor(async () => (await executions('wfOrderOnEvent01')).find((e) => e.status === 'waiting'));
+
+			await n8n.stop();
+			await n8n.start();
+			// Still waiting after the restart (the list may take a moment while n8n mounts its routes).
+			await waitFor(async () => ((await executions('wfOrderOnEvent01')).find((e) => e.id === waiting.id)?.status === 'waiting' ? true : undefined));
+
+			sb.completeJob(job.id);
+			await sb.settleDeliveries();
+			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toContain(200);
+			await waitFor(async () => (existsSync(path.join(work, 'captions', 'Town Hall.srt')) ? true : undefined));
+			const done = await waitFor(async () => (await executions('wfOrderOnEvent01')).find((e) => e.id === waiting.id && e.status === 'success'));
+			expect(done.status).toBe('success');
+			expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}' && r.path.endsWith(job.id)).length).toBeGreaterThanOrEqual(1);
+			sb.setTiming({ queuedMs: 300, processingMs: 1500 });
+		}, 180000);
 	});
 });

@@ -164,12 +164,19 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = []):
 		async rest<T>(method: string, pathname: string, body?: unknown) {
 			if (!cookie) {
 				const owner = { email: 'owner@example.com', firstName: 'Test', lastName: 'Owner', password: 'Passw0rd-for-e2e' };
-				let res = await request(`${instance.url}/rest/owner/setup`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(owner) });
-				await res.body.text();
-				if (res.statusCode !== 200) {
-					res = await request(`${instance.url}/rest/login`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password }) });
-					await res.body.text();
+				const post = async (route: string, body: object) => {
+					const r = await request(`${instance.url}/rest${route}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+					await r.body.text();
+					return r;
+				};
+				// n8n mounts its REST routes in stages after it says it is ready: retry while they 404.
+				const deadline = Date.now() + 30000;
+				let res = await post('/owner/setup', owner);
+				while (res.statusCode === 404 && Date.now() < deadline) {
+					await new Promise((r) => setTimeout(r, 500));
+					res = await post('/owner/setup', owner);
 				}
+				if (res.statusCode !== 200) res = await post('/login', { emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password });
 				const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
 				cookie = setCookie.map((c) => c.split(';')[0]).join('; ');
 				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);

@@ -293,7 +293,7 @@ async function uploadOnce(ctx: IExecuteFunctions, i: number, file: InputFile, id
 }
 
 /**
- * The signed URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
+ * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
  * before anything is ordered: the service only calls HTTPS, and one execution waits for one job.
  */
 function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
@@ -309,7 +309,11 @@ function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): s
 			description: 'On Webhook gives the service this execution\'s own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).',
 		});
 	}
-	const url = ctx.getSignedResumeUrl();
+	// As n8n's Wait node: $execution.resumeUrl (which carries the execution's resume token where n8n
+	// has one), then this node's id, the path of the restart webhook below.
+	const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
+	resume.pathname = `${resume.pathname.replace(/\/$/, '')}/${ctx.getNode().id}`;
+	const url = resume.toString();
 	if (!url.startsWith('https://')) {
 		throw new NodeOperationError(ctx.getNode(), `n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`, {
 			itemIndex: i,
@@ -321,8 +325,8 @@ function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): s
 
 /**
  * Resumes an execution waiting in Job → Create (On Webhook) with the job of the service's event.
- * Resume URLs are signed by n8n; the event is also checked against the job as read back, which
- * must have been ordered with this very URL.
+ * n8n checks the resume token in the URL; the event is also checked against the job as read
+ * back, which must have been ordered with this very URL.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const respond = (status: number, error: string): IWebhookResponseData => {
