@@ -7,13 +7,12 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeApiError, NodeConnectionTypes } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { captionBinaries, formatsField } from '../Captioning/actions/job/getCaptions.operation';
 import type { CaptionFormat, Job } from '../Captioning/helpers/types';
-import { apiRequest, segment } from '../Captioning/transport';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
-import { eventProblem, verificationProblem } from '../Captioning/helpers/events';
+import { eventProblem, readBackEvent, respond } from '../Captioning/helpers/events';
 import { claimEvent, releaseEvent, tokenMatches } from './events';
 
 export class CaptioningTrigger implements INodeType {
@@ -111,17 +110,13 @@ export class CaptioningTrigger implements INodeType {
 	};
 
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		const respond = (status: number, body: IDataObject): IWebhookResponseData => {
-			this.getResponseObject().status(status).json(body);
-			return { noWebhookResponse: true };
-		};
 		const token = this.getNodeParameter('token', '') as string;
 		if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
-			return respond(401, { error: 'The token in the URL is missing or wrong.' });
+			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
 		}
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
-		if (problem) return respond(400, { error: `Not a captioning event: ${problem}.` });
+		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 		const event = body as unknown as CaptioningEvent;
 
 		const events = this.getNodeParameter('events', []) as EventType[];
@@ -134,34 +129,28 @@ export class CaptioningTrigger implements INodeType {
 
 		let job: Job = event.data;
 		const verify = this.getNodeParameter('verify', true) as boolean;
-		let reading = false;
-		try {
-			if (verify) {
-				reading = true;
-				job = (await apiRequest<Job>(this, 'GET', `/jobs/${segment(event.data.id)}`)).body;
-				reading = false;
-				const mismatch = verificationProblem(event, job);
-				if (mismatch) {
-					releaseEvent(this, event.id);
-					return respond(409, { error: `Event refused: ${mismatch}.` });
-				}
+		if (verify) {
+			const read = await readBackEvent(this, event);
+			if ('error' in read) {
+				// Forgotten again, so that a genuine redelivery is not taken for a duplicate.
+				releaseEvent(this, event.id);
+				return respond(this, read.status, { error: read.error });
 			}
-			const item: INodeExecutionData = {
-				json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.created_at, verified: verify },
-			};
-			if (event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean)) {
-				const formats = this.getNodeParameter('formats', []) as CaptionFormat[];
-				const field = this.getNodeParameter('binaryPropertyName', 'data') as string;
-				item.binary = await captionBinaries(this, 0, job, formats, field);
-			}
-			return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
-		} catch (error) {
-			releaseEvent(this, event.id);
-			if (reading && error instanceof NodeApiError && error.httpCode === '404') {
-				return respond(403, { error: 'Event refused: its job is not in this workspace.' });
-			}
-			// Not the event's fault (the API or a caption file could not be read): let the service deliver it again.
-			return respond(500, { error: `The event could not be processed: ${(error as Error).message}` });
+			job = read.job;
 		}
+		const item: INodeExecutionData = {
+			json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.created_at, verified: verify },
+		};
+		if (event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean)) {
+			const formats = this.getNodeParameter('formats', []) as CaptionFormat[];
+			const field = this.getNodeParameter('binaryPropertyName', 'data') as string;
+			try {
+				item.binary = await captionBinaries(this, 0, job, formats, field);
+			} catch (error) {
+				releaseEvent(this, event.id);
+				return respond(this, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
+			}
+		}
+		return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
 	}
 }

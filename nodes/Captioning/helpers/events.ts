@@ -1,6 +1,8 @@
 // The service's events (interface part 6): their shape, and whether the job as read backs one up.
-import type { IDataObject } from 'n8n-workflow';
+import type { IDataObject, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
+import { apiRequest, segment } from '../transport';
 import type { Job } from './types';
 
 export const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
@@ -36,4 +38,32 @@ export function verificationProblem(event: CaptioningEvent, job: Job): string | 
 		return `the event says ${event.type} but the job's status is ${job.status}`;
 	}
 	return undefined;
+}
+
+/** Answers a webhook request with a status and a JSON body, telling n8n not to answer again. */
+export function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWebhookResponseData {
+	ctx.getResponseObject().status(status).json(body);
+	return { noWebhookResponse: true };
+}
+
+/**
+ * Reads the event's job back with the node's credentials. The service does not sign events, so
+ * this is what makes one trustworthy: the job must be in this workspace (else 403) and have the
+ * status the event claims (else 409). A failure to read it is a 500, so the service may retry.
+ */
+export async function readBackEvent(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+): Promise<{ job: Job } | { status: number; error: string }> {
+	let job: Job;
+	try {
+		job = (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body;
+	} catch (error) {
+		if (error instanceof NodeApiError && error.httpCode === '404') {
+			return { status: 403, error: 'Event refused: its job is not in this workspace.' };
+		}
+		return { status: 500, error: `The job could not be read: ${(error as Error).message}` };
+	}
+	const mismatch = verificationProblem(event, job);
+	return mismatch ? { status: 409, error: `Event refused: ${mismatch}.` } : { job };
 }

@@ -1,5 +1,5 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { InputFile } from '../../helpers/binary';
 import { readInputFile } from '../../helpers/binary';
@@ -7,10 +7,10 @@ import type { JobSource } from '../../helpers/createJob';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/createJob';
 import { automaticKey, checkCustomKey } from '../../helpers/idempotency';
 import type { CaptioningEvent } from '../../helpers/events';
-import { eventProblem, verificationProblem } from '../../helpers/events';
+import { eventProblem, readBackEvent, respond } from '../../helpers/events';
 import type { CreateJobBody, Job } from '../../helpers/types';
 import { pollJob } from '../../helpers/wait';
-import { apiRequest, segment } from '../../transport';
+import { apiRequest } from '../../transport';
 import { uploadFile } from '../../transport/files';
 import { inputFileField } from '../upload/create.operation';
 
@@ -329,26 +329,16 @@ function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): s
  * back, which must have been ordered with this very URL.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-	const respond = (status: number, error: string): IWebhookResponseData => {
-		this.getResponseObject().status(status).json({ error });
-		return { noWebhookResponse: true };
-	};
 	const body = this.getBodyData();
 	const problem = eventProblem(body);
-	if (problem) return respond(400, `Not a captioning event: ${problem}.`);
+	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	let job: Job;
-	try {
-		job = (await apiRequest<Job>(this, 'GET', `/jobs/${segment(event.data.id)}`)).body;
-	} catch (error) {
-		const notFound = error instanceof NodeApiError && error.httpCode === '404';
-		return respond(notFound ? 403 : 500, notFound ? 'Event refused: its job is not in this workspace.' : `The job could not be read: ${(error as Error).message}`);
-	}
-	const mismatch = verificationProblem(event, job);
-	if (mismatch) return respond(409, `Event refused: ${mismatch}.`);
+	const read = await readBackEvent(this, event);
+	if ('error' in read) return respond(this, read.status, { error: read.error });
+	const { job } = read;
 	const orderedFor = new URL(String(job.options.webhook_url ?? ''), 'https://invalid').pathname;
 	const calledAt = new URL(this.getRequestObject().originalUrl, 'https://invalid').pathname;
-	if (orderedFor !== calledAt) return respond(403, 'Event refused: its job was not ordered by this execution.');
+	if (orderedFor !== calledAt) return respond(this, 403, { error: 'Event refused: its job was not ordered by this execution.' });
 	return {
 		webhookResponse: { received: true, resumed: true },
 		workflowData: [[{ json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
