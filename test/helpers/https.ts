@@ -1,6 +1,6 @@
 // An HTTPS server on loopback with a self-signed certificate, to receive the sandbox's webhook events.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -22,13 +22,11 @@ export function tlsPair(): TlsPair {
 	const dir = mkdtempSync(path.join(tmpdir(), 'captioning-tls-'));
 	const keyPath = path.join(dir, 'key.pem');
 	const certPath = path.join(dir, 'cert.pem');
-	if (!existsSync(certPath)) {
-		execFileSync('openssl', [
-			'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
-			'-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-			'-keyout', keyPath, '-out', certPath,
-		], { stdio: 'ignore' });
-	}
+	execFileSync('openssl', [
+		'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
+		'-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+		'-keyout', keyPath, '-out', certPath,
+	], { stdio: 'ignore' });
 	pair = { key: readFileSync(keyPath), cert: readFileSync(certPath), keyPath, certPath };
 	return pair;
 }

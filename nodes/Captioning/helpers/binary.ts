@@ -13,6 +13,8 @@ export interface InputFile {
 	fileName: string;
 	mimeType: string;
 	size: number;
+	/** Names the file within an execution: its binary-store id, or its name, size and type. */
+	identity: string;
 	/** Opens the bytes afresh (a retry needs a new stream). */
 	open: () => Promise<FileBody>;
 }
@@ -35,10 +37,10 @@ export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number, f
 	if (binary.id) {
 		const id = binary.id;
 		const metadata = await ctx.helpers.getBinaryMetadata(id);
-		file = { fileName, mimeType, size: Number(metadata.fileSize), open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES) };
+		file = { fileName, mimeType, size: Number(metadata.fileSize), identity: id, open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES) };
 	} else {
 		const size = Buffer.byteLength(binary.data, BINARY_ENCODING);
-		file = { fileName, mimeType, size, open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field) };
+		file = { fileName, mimeType, size, identity: `${fileName}:${size}:${mimeType}`, open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field) };
 	}
 	if (file.size > MAX_UPLOAD_BYTES) {
 		throw new NodeOperationError(ctx.getNode(), `The file "${fileName}" is too large to upload (${file.size} bytes)`, {

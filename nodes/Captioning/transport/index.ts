@@ -192,6 +192,7 @@ export async function apiRequest<T>(
 		async () =>
 			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
 				...request,
+				// A fresh headers object per attempt: authentication writes the key into it.
 				headers: { ...headers },
 			})) as IN8nHttpFullResponse,
 	);

@@ -284,10 +284,10 @@ export const description = updateDisplayOptions({ show: { resource: ['job'], ope
  * Uploads an item's file once per execution: the upload id is kept in the node's execution
  * context, so a Retry On Fail reuses it and sends the same order (and so replays it).
  */
-async function uploadOnce(ctx: IExecuteFunctions, i: number, file: InputFile, identity: string): Promise<string> {
+async function uploadOnce(ctx: IExecuteFunctions, i: number, file: InputFile): Promise<string> {
 	const context = ctx.getContext('node') as IDataObject;
 	const uploads = (context.captioningUploads ??= {}) as Record<string, string>;
-	const key = `${i}:${identity}`;
+	const key = `${i}:${file.identity}`;
 	uploads[key] ??= (await uploadFile(ctx, file, i)).id;
 	return uploads[key];
 }
@@ -350,12 +350,10 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
 	let file: InputFile | undefined;
-	let identity = '';
 	if (source === 'binary') {
 		const field = this.getNodeParameter('binaryPropertyName', i) as string;
 		file = await readInputFile(this, i, field);
 		body.title ??= file.fileName;
-		identity = this.getInputData()[i].binary?.[field]?.id ?? `${file.fileName}:${file.size}:${file.mimeType}`;
 	}
 	checkBodySize(this, i, source === 'binary' ? { ...body, upload_id: '00000000-0000-0000-0000-000000000000' } : body);
 	const idempotency = this.getNodeParameter('idempotency', i) as 'auto' | 'custom' | 'none';
@@ -368,7 +366,7 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
 
-	if (file) body.upload_id = await uploadOnce(this, i, file, identity);
+	if (file) body.upload_id = await uploadOnce(this, i, file);
 	const idempotencyKey = idempotency === 'auto' ? automaticKey(this, i, body) : customKey;
 	const response = await apiRequest<Job>(this, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey, itemIndex: i });
 	let job = response.body;
