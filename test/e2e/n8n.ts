@@ -176,9 +176,15 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = []):
 					await new Promise((r) => setTimeout(r, 500));
 					res = await post('/owner/setup', owner);
 				}
-				if (res.statusCode !== 200) res = await post('/login', { emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password });
-				const setCookie = ([] as string[]).concat(res.headers['set-cookie'] ?? []);
-				cookie = setCookie.map((c) => c.split(';')[0]).join('; ');
+				const cookieOf = (r: typeof res) =>
+					([] as string[]).concat(r.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
+				cookie = cookieOf(res);
+				// Setup may answer without a session (already set up, or auth not yet in place): log in.
+				while (!cookie && Date.now() < deadline) {
+					res = await post('/login', { emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password });
+					cookie = cookieOf(res);
+					if (!cookie) await new Promise((r) => setTimeout(r, 500));
+				}
 				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);
 			}
 			const res = await request(`${instance.url}/rest${pathname}`, {
