@@ -184,8 +184,8 @@ export interface RunOptions {
 
 export interface RunResult {
 	run: IRun;
-	/** Output items of a node's first run, first output. */
-	output(nodeName: string): INodeExecutionData[];
+	/** Output items of a node's first run (its first output unless another is named). */
+	output(nodeName: string, outputIndex?: number): INodeExecutionData[];
 	/** The error a node ended with, if any. */
 	error(nodeName: string): Error | undefined;
 }
@@ -282,9 +282,9 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	await running.catch(() => undefined);
 	return {
 		run,
-		output(nodeName) {
+		output(nodeName, outputIndex = 0) {
 			const task = run.data.resultData.runData[nodeName]?.[0];
-			return task?.data?.main?.[0] ?? [];
+			return task?.data?.main?.[outputIndex] ?? [];
 		},
 		error(nodeName) {
 			return run.data.resultData.runData[nodeName]?.[0]?.error as Error | undefined;

@@ -4,7 +4,7 @@ import { inflateRawSync } from 'node:zlib';
 import type { IDataObject } from 'n8n-workflow';
 
 import { binaryDataService, storeBinary } from '../harness/n8n';
-import { MEDIA, runCaptioning } from '../helpers/captioning';
+import { MEDIA, NODE, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -200,6 +200,30 @@ describe('the item loop', () => {
 			pairedItem: { item: 0 },
 		});
 		expect(JSON.stringify(run.items)).not.toContain(sb.keys.full);
+	});
+
+	test('On Error "Continue (using error output)": failed items leave on the error output, with their fields and pairing', async () => {
+		const readOnly = await runCaptioning(sb, params, { input: items, key: sb.keys.readOnly, settings: { onError: 'continueErrorOutput' } });
+		expect(readOnly.output(NODE)).toEqual([]);
+		const detail = (json: IDataObject) => (json.details as IDataObject | undefined)?.httpCode ?? json.error;
+		expect(readOnly.output(NODE, 1).map((i) => [i.pairedItem, detail(i.json)])).toEqual([
+			[{ item: 0 }, '403'],
+			[{ item: 1 }, 'Media URL "not a url" is not an http(s) URL'],
+			[{ item: 2 }, '403'],
+		]);
+		expect(readOnly.output(NODE, 1)[0].json).toEqual({
+			error: expect.stringMatching(/read-only/),
+			details: { description: expect.stringMatching(/full access/), httpCode: '403', code: 'insufficient_permissions', requestId: expect.stringMatching(/^req_/) },
+		});
+
+		const mixed = await runCaptioning(sb, params, { input: items, settings: { onError: 'continueErrorOutput' } });
+		expect(mixed.output(NODE).map((i) => [i.pairedItem, i.json.object])).toEqual([
+			[{ item: 0 }, 'job'],
+			[{ item: 2 }, 'job'],
+		]);
+		expect(mixed.output(NODE, 1)).toEqual([
+			{ json: { error: 'Media URL "not a url" is not an http(s) URL', details: { description: expect.stringMatching(/public http/) } }, pairedItem: { item: 1 } },
+		]);
 	});
 
 	test('without Continue On Fail, the first bad item stops the node and names its index', async () => {

@@ -20,18 +20,33 @@ const operations: Record<string, Record<string, Operation>> = {
 	upload: { create: upload.create.execute },
 };
 
-/** What an error item carries: enough to branch on, never a credential. */
-function errorJson(error: Error): IDataObject {
-	const json: IDataObject = { error: error.message };
-	if (error instanceof NodeApiError || error instanceof NodeOperationError) {
-		if (error.description) json.description = error.description;
-		const { code, param, requestId } = error.context as IDataObject;
-		if (error instanceof NodeApiError && error.httpCode) json.httpCode = error.httpCode;
-		if (code) json.code = code;
-		if (param) json.param = param;
-		if (requestId) json.requestId = requestId;
-	}
-	return json;
+type NodeError = NodeApiError | NodeOperationError;
+
+/** The failure as n8n's error classes, with the item it belongs to. */
+export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeError {
+	// Both constructors hand back an error that already is of their class, unchanged.
+	if (error instanceof NodeApiError) return new NodeApiError(ctx.getNode(), error as unknown as JsonObject, { itemIndex });
+	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
+}
+
+/**
+ * An error item (Continue On Fail), paired with its input: the message and what helps a workflow
+ * branch (description, httpCode, code, param, requestId), never a credential. Under "Continue
+ * (using error output)" those fields go under `details`: n8n sends an item down the error output
+ * only when its json holds nothing but error, message and details (or when the item carries the
+ * error object, whose json n8n then cuts down to the message alone).
+ */
+export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: number): INodeExecutionData {
+	const details: IDataObject = {};
+	if (error.description) details.description = error.description;
+	const { code, param, requestId } = error.context as IDataObject;
+	if (error instanceof NodeApiError && error.httpCode) details.httpCode = error.httpCode;
+	if (code) details.code = code;
+	if (param) details.param = param;
+	if (requestId) details.requestId = requestId;
+	const json: IDataObject =
+		ctx.getNode().onError === 'continueErrorOutput' ? { error: error.message, details } : { error: error.message, ...details };
+	return { json, pairedItem: { item: itemIndex } };
 }
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
@@ -48,13 +63,9 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 			const output = await execute.call(this, i);
 			returnData.push(...this.helpers.constructExecutionMetaData(output, { itemData: { item: i } }));
 		} catch (error) {
-			if (this.continueOnFail()) {
-				returnData.push({ json: errorJson(error as Error), pairedItem: { item: i } });
-				continue;
-			}
-			// Both constructors hand back an error that already is of their class, unchanged.
-			if (error instanceof NodeApiError) throw new NodeApiError(this.getNode(), error as unknown as JsonObject, { itemIndex: i });
-			throw new NodeOperationError(this.getNode(), error as Error, { itemIndex: i });
+			const failure = asNodeError(this, error, i);
+			if (!this.continueOnFail()) throw failure;
+			returnData.push(errorItem(this, failure, i));
 		}
 	}
 	return [returnData];
