@@ -13,7 +13,7 @@ import { captionBinaries, formatsField } from '../Captioning/actions/job/getCapt
 import type { CaptionFormat, Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
 import { eventProblem, readBackEvent, respond } from '../Captioning/helpers/events';
-import { claimEvent, releaseEvent, tokenMatches } from './events';
+import { claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches } from './events';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -40,7 +40,7 @@ export class CaptioningTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event.',
+					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow\'s, or the dashboard\'s) or for a job already reported is refused.',
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -62,7 +62,7 @@ export class CaptioningTrigger implements INodeType {
 				name: 'verify',
 				type: 'boolean',
 				default: true,
-				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace and its status matches the event. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data.',
+				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger\'s URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data.',
 			},
 			{
 				displayName: 'Secret Token',
@@ -123,8 +123,12 @@ export class CaptioningTrigger implements INodeType {
 		if (!events.includes(event.type)) {
 			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
 		}
-		if (!claimEvent(this, event.id)) {
+		const claim = claimEvent(this, event);
+		if (claim === 'redelivery') {
 			return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+		}
+		if (claim === 'replay') {
+			return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
 		}
 
 		let job: Job = event.data;
@@ -133,11 +137,18 @@ export class CaptioningTrigger implements INodeType {
 			const read = await readBackEvent(this, event);
 			if ('error' in read) {
 				// Forgotten again, so that a genuine redelivery is not taken for a duplicate.
-				releaseEvent(this, event.id);
+				releaseEvent(this, event);
 				return respond(this, read.status, { error: read.error });
 			}
 			job = read.job;
+			if (forgottenJob(this, job.completed_at)) {
+				releaseEvent(this, event);
+				return respond(this, 409, {
+					error: `Event refused: job ${job.id} finished before the ${REMEMBERED_EVENTS} latest events this trigger remembers, so it may have started this workflow already.`,
+				});
+			}
 		}
+		settleEvent(this, event, verify ? job.completed_at : null);
 		const item: INodeExecutionData = {
 			json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.created_at, verified: verify },
 		};
@@ -147,7 +158,7 @@ export class CaptioningTrigger implements INodeType {
 			try {
 				item.binary = await captionBinaries(this, 0, job, formats, field);
 			} catch (error) {
-				releaseEvent(this, event.id);
+				releaseEvent(this, event);
 				return respond(this, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
 			}
 		}

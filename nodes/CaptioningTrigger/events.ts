@@ -1,8 +1,10 @@
-// The trigger's own checks of a delivery: its token, and whether it was seen before.
+// The trigger's own checks of a delivery: its token, and whether its job's event was handled before.
 import type { IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-/** How many event ids the node remembers: enough for any redelivery window, small in static data. */
+import type { CaptioningEvent } from '../Captioning/helpers/events';
+
+/** How many handled events the node remembers: enough for any redelivery window, small in static data. */
 export const REMEMBERED_EVENTS = 500;
 
 /** Compares the token in constant time (over digests, so the length leaks nothing either). */
@@ -12,44 +14,86 @@ export function tokenMatches(given: unknown, expected: string): boolean {
 }
 
 /**
- * Event ids this process has claimed, per workflow and node. n8n hands each webhook request its
- * own copy of the static data and saves it only after the execution, so two deliveries of one
- * event that arrive together would both pass a check of static data alone. Checking and claiming
- * here happen in one synchronous step.
+ * A handled event as remembered: `<job id> <event type> <event id> <job completed, ms or ->`.
+ * The job and its final status say whether an event is the same news again, under any event id;
+ * the event id tells the service's own redelivery (acknowledged) from a replay under a new id
+ * (refused); the completion time lets a job forgotten from the bounded memory still be refused.
  */
-const claimedInProcess = new Map<string, string[]>();
-
-function remember(ids: string[], id: string): void {
-	ids.push(id);
-	if (ids.length > REMEMBERED_EVENTS) ids.splice(0, ids.length - REMEMBERED_EVENTS);
+interface Entry {
+	job: string;
+	type: string;
+	id: string;
+	completedMs: number;
 }
 
-function forget(ids: string[], id: string): void {
-	const at = ids.lastIndexOf(id);
-	if (at >= 0) ids.splice(at, 1);
-}
+const parse = (line: string): Entry => {
+	const [job, type, id, at] = line.split(' ').map(decodeURIComponent);
+	return { job, type, id, completedMs: Number(at) || 0 };
+};
+const format = (e: Entry) => [e.job, e.type, e.id].map(encodeURIComponent).concat(e.completedMs ? String(e.completedMs) : '-').join(' ');
+const entryOf = (event: CaptioningEvent): Entry => ({ job: event.data.id, type: event.type, id: event.id, completedMs: 0 });
 
-/** The two memories of emitted ids: this process's, and the node's static data (kept across restarts). */
-function memories(ctx: IWebhookFunctions): [string[], string[]] {
+/**
+ * Entries this process has claimed, per workflow and node. n8n hands each webhook request its own
+ * copy of the static data and saves it only after the execution, so two deliveries of one event
+ * that arrive together would both pass a check of static data alone. Checking and claiming here
+ * happen in one synchronous step.
+ */
+const claimedInProcess = new Map<string, { handledEvents: string[]; forgottenBefore?: number }>();
+
+/** The two memories: this process's, and the node's static data (kept across restarts). */
+function memories(ctx: IWebhookFunctions): Array<{ handledEvents: string[]; forgottenBefore?: number; eventIds?: unknown }> {
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
 	let inProcess = claimedInProcess.get(key);
-	if (!inProcess) claimedInProcess.set(key, (inProcess = []));
-	const data = ctx.getWorkflowStaticData('node');
-	if (!Array.isArray(data.eventIds)) data.eventIds = [];
-	return [inProcess, data.eventIds as string[]];
+	if (!inProcess) claimedInProcess.set(key, (inProcess = { handledEvents: [] }));
+	const data = ctx.getWorkflowStaticData('node') as { handledEvents?: string[]; forgottenBefore?: number; eventIds?: unknown };
+	if (!Array.isArray(data.handledEvents)) data.handledEvents = [];
+	return [inProcess, data as { handledEvents: string[] }];
 }
 
-/** Marks an id as taken; false when it already was (a duplicate delivery). */
-export function claimEvent(ctx: IWebhookFunctions, id: string): boolean {
-	const [inProcess, persisted] = memories(ctx);
-	if (inProcess.includes(id) || persisted.includes(id)) return false;
-	remember(inProcess, id);
-	remember(persisted, id);
-	return true;
+export type Claim = 'new' | 'redelivery' | 'replay';
+
+/**
+ * Claims the event's job and status for this trigger. 'redelivery': this very event id was
+ * handled (the service sent it again); 'replay': the job's event was handled under another id.
+ */
+export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Claim {
+	const all = memories(ctx);
+	const seen = all.flatMap((m) => m.handledEvents.map(parse));
+	// Version 1 of this node remembered event ids alone, under eventIds: still honoured.
+	const legacy = all.flatMap((m) => (Array.isArray(m.eventIds) ? (m.eventIds as string[]) : []));
+	if (seen.some((e) => e.id === event.id) || legacy.includes(event.id)) return 'redelivery';
+	if (seen.some((e) => e.job === event.data.id && e.type === event.type)) return 'replay';
+	for (const m of all) m.handledEvents.push(format(entryOf(event)));
+	return 'new';
 }
 
-/** Gives an id back, so that a redelivery of an event that failed here is not dropped. */
-export function releaseEvent(ctx: IWebhookFunctions, id: string): void {
-	for (const ids of memories(ctx)) forget(ids, id);
+/**
+ * Whether a job, as read back, completed no later than a job whose entry was dropped to keep the
+ * memory bounded: its event may have been handled and forgotten since, so it is not taken again.
+ */
+export function forgottenJob(ctx: IWebhookFunctions, completedAt: string | null): boolean {
+	const at = completedAt ? Date.parse(completedAt) : NaN;
+	return !Number.isNaN(at) && memories(ctx).some((m) => at <= (m.forgottenBefore ?? 0));
 }
 
+/** Records the job's completion time in its claimed entry, and keeps each memory bounded. */
+export function settleEvent(ctx: IWebhookFunctions, event: CaptioningEvent, completedAt: string | null): void {
+	const completedMs = completedAt ? Date.parse(completedAt) || 0 : 0;
+	for (const m of memories(ctx)) {
+		const i = m.handledEvents.findIndex((line) => parse(line).id === event.id);
+		if (i >= 0) m.handledEvents[i] = format({ ...entryOf(event), completedMs });
+		while (m.handledEvents.length > REMEMBERED_EVENTS) {
+			const dropped = parse(m.handledEvents.shift()!);
+			m.forgottenBefore = Math.max(m.forgottenBefore ?? 0, dropped.completedMs);
+		}
+	}
+}
+
+/** Gives the claim back, so that a redelivery of an event that failed here is not dropped. */
+export function releaseEvent(ctx: IWebhookFunctions, event: CaptioningEvent): void {
+	for (const m of memories(ctx)) {
+		const i = m.handledEvents.findIndex((line) => parse(line).id === event.id);
+		if (i >= 0) m.handledEvents.splice(i, 1);
+	}
+}

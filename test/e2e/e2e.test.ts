@@ -25,6 +25,52 @@ function example(name: string, id: string, work: string, n8nUrl: string): string
 	return tempJson(`${name}.json`, { ...JSON.parse(text), id });
 }
 
+/**
+ * Manual Trigger → Set (three URLs) → Split Out → Captioning (Job → Create) with the given On
+ * Error setting, each of its outputs into a No Operation node. Item 0 is ordered; item 1 is refused
+ * by the node (ftp://), item 2 by the service (a title over 300 characters: HTTP 400).
+ */
+function onErrorWorkflow(id: string, onError: 'continueErrorOutput' | 'continueRegularOutput'): string {
+	const urls = ['https://media.example.com/on-error.mp4', 'ftp://x', 'https://media.example.com/long-title.mp4'];
+	const node = (name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
+	return tempJson(`${id}.json`, {
+		id,
+		name: `On error: ${onError}`,
+		versionId: `${id}-v1`,
+		active: false,
+		settings: {},
+		nodes: [
+			node('Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
+			node('Media', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ urls }) }, 200),
+			node('Each', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'urls' }, 400),
+			node(
+				'Captioning',
+				'n8n-nodes-captioning.captioning',
+				1,
+				{ resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.urls }}', title: `={{ $json.urls.includes("long-title") ? "${'x'.repeat(301)}" : "" }}` },
+				600,
+				{ onError, credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } } },
+			),
+			node('Ordered', 'n8n-nodes-base.noOp', 1, {}, 800),
+			node('Failed', 'n8n-nodes-base.noOp', 1, {}, 800),
+		],
+		connections: {
+			Start: { main: [[{ node: 'Media', type: 'main', index: 0 }]] },
+			Media: { main: [[{ node: 'Each', type: 'main', index: 0 }]] },
+			Each: { main: [[{ node: 'Captioning', type: 'main', index: 0 }]] },
+			Captioning: { main: [[{ node: 'Ordered', type: 'main', index: 0 }], [{ node: 'Failed', type: 'main', index: 0 }]] },
+		},
+	});
+}
+
+type RunData = Record<string, Array<{ data?: { main?: Array<Array<{ json: Record<string, unknown>; pairedItem?: unknown }> | null> } }>>;
+
+/** The run data of `n8n execute --rawOutput` (2.x prints log lines before the JSON). */
+function runDataOf(stdout: string): RunData {
+	const json = stdout.slice(stdout.indexOf('\n{') + 1);
+	return (JSON.parse(json) as { data: { resultData: { runData: RunData } } }).data.resultData.runData;
+}
+
 interface Execution {
 	id: string;
 	workflowId: string;
@@ -83,6 +129,8 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		]) {
 			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
 		}
+		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput')}`]);
+		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorRegular', 'continueRegularOutput')}`]);
 	}, 40 * 60 * 1000);
 
 	afterAll(async () => {
@@ -101,6 +149,31 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		expect(sb.ledger.jobs[0].body).toMatchObject({ title: 'Keynote', glossary: ['Kubernetes'] });
 	}, 120000);
 
+	test('On Error "Continue (using error output)" sends failed items down the error output; "regular output" keeps them on the first', async () => {
+		const jobsBefore = sb.ledger.jobs.length;
+		const errorOutput = runDataOf((await n8n.cli(['execute', '--id=wfOnErrorOutput1', '--rawOutput'])).stdout);
+		const [ordered, failed] = errorOutput.Captioning[0].data!.main!;
+		expect(ordered!.map((i) => [i.pairedItem, i.json.object, i.json.status])).toEqual([[{ item: 0 }, 'job', 'queued']]);
+		expect(failed!.map((i) => i.pairedItem)).toEqual([{ item: 1 }, { item: 2 }]);
+		expect(failed![0].json).toMatchObject({ urls: 'ftp://x', error: 'Media URL "ftp://x" is not an http(s) URL', details: { description: expect.stringMatching(/public http/) } });
+		expect(failed![1].json).toMatchObject({
+			error: 'title must be 1-300 characters. [HTTP 400 invalid_parameter]',
+			details: { httpCode: '400', code: 'invalid_parameter', param: 'title', requestId: expect.stringMatching(/^req_/) },
+		});
+		// The branches downstream ran with those items.
+		expect(errorOutput.Ordered[0].data!.main![0]).toHaveLength(1);
+		expect(errorOutput.Failed[0].data!.main![0]).toHaveLength(2);
+
+		const regular = runDataOf((await n8n.cli(['execute', '--id=wfOnErrorRegular', '--rawOutput'])).stdout);
+		const outputs = regular.Captioning[0].data!.main!;
+		expect(outputs.filter((o) => o?.length)).toHaveLength(1);
+		expect(outputs[0]!.map((i) => i.pairedItem)).toEqual([{ item: 0 }, { item: 1 }, { item: 2 }]);
+		expect(outputs[0]![1].json).toEqual({ error: 'Media URL "ftp://x" is not an http(s) URL', description: expect.stringMatching(/public http/) });
+		expect(outputs[0]![2].json).toMatchObject({ error: expect.stringMatching(/^title must be/), httpCode: '400', code: 'invalid_parameter', param: 'title' });
+		expect(regular.Failed).toBeUndefined();
+		expect(sb.ledger.jobs.length - jobsBefore).toBe(2);
+	}, 120000);
+
 	describe('with n8n serving HTTPS', () => {
 		beforeAll(async () => {
 			for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${id}`]);
@@ -117,7 +190,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(await check(sb.keys.full, 'http://127.0.0.1:9/v1')).toEqual({ status: 'Error', message: expect.stringMatching(/ECONNREFUSED|refused/) });
 		});
 
-		test('a job event POSTed over HTTPS by the sandbox starts exactly one execution; a duplicate none; a forged one none', async () => {
+		test('a job event POSTed over HTTPS by the sandbox starts exactly one execution; a duplicate, a forged event, a replay under a new id and another job\'s event none', async () => {
 			sb.setWebhook({ duplicate: true });
 			const before = (await executions('wfStoreCaptions1')).length;
 			const res = await fetch(`${sb.baseUrl}/jobs`, {
@@ -136,6 +209,18 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			const other = (await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.otherWorkspace}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: 'https://media.example.com/x.mp4' }) })).json()) as { id: string };
 			const forged = await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, { id: 'evt_forged', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(other.id) });
 			expect(forged.status).toBe(403);
+
+			// The job's event again under a new id (a replay): refused, nothing started.
+			const replay = await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, { id: 'evt_replayed_new_id', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(job.id) });
+			expect(replay.status).toBe(409);
+			expect(replay.text).toMatch(/already reported as job\.completed/);
+
+			// A completed job of this workspace that was ordered without the trigger's URL: not for this workflow.
+			const elsewhere = (await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: 'https://media.example.com/dashboard.mp4' }) })).json()) as { id: string };
+			const notOurs = await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, { id: 'evt_not_ours', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(elsewhere.id) });
+			expect(notOurs.status).toBe(403);
+			expect(notOurs.text).toMatch(/ordered without a Webhook URL/);
+
 			await new Promise((r) => setTimeout(r, 1500));
 			expect(await executions('wfStoreCaptions1')).toHaveLength(before + 1);
 			sb.setWebhook({ duplicate: false });

