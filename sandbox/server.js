@@ -139,6 +139,23 @@ async function createSandbox(options = {}) {
 	let faults = [];
 	let randomFaults = null;
 	let rng = mulberry32(options.seed ?? 42);
+	// Requests under way at once (API and storage together), and the most seen: a client's concurrency.
+	let inFlight = 0;
+	let maxInFlight = 0;
+	let latencyMs = 0;
+	/** Counts a request while it is under way; waits latencyMs before it is handled. */
+	async function underWay(res) {
+		inFlight += 1;
+		maxInFlight = Math.max(maxInFlight, inFlight);
+		let counted = true;
+		const done = () => {
+			if (counted) inFlight -= 1;
+			counted = false;
+		};
+		res.on('finish', done);
+		res.on('close', done);
+		if (latencyMs > 0) await new Promise((r) => setTimeout(r, latencyMs));
+	}
 
 	const later = (ms, fn) => {
 		const t = setTimeout(() => {
@@ -740,8 +757,8 @@ async function createSandbox(options = {}) {
 		deny(404, 'not_found', 'Not found.');
 	}
 
-	const apiServer = http.createServer((req, res) => void api(req, res));
-	const storageServer = http.createServer((req, res) => void storage(req, res));
+	const apiServer = http.createServer((req, res) => void underWay(res).then(() => api(req, res)));
+	const storageServer = http.createServer((req, res) => void underWay(res).then(() => storage(req, res)));
 	apiServer.requestTimeout = 0;
 	storageServer.requestTimeout = 0;
 	const listen = (server, port) =>
@@ -782,6 +799,12 @@ async function createSandbox(options = {}) {
 		setTiming(t) {
 			timing = t;
 		},
+		/** Every API and storage request waits this long before it is handled (0: none). */
+		setLatency(ms) {
+			latencyMs = ms;
+		},
+		/** The most requests that were under way at once since the ledger was reset. */
+		maxInFlight: () => maxInFlight,
 		setCaptionsOn(where) {
 			captionsOn = where;
 		},
@@ -804,6 +827,7 @@ async function createSandbox(options = {}) {
 		},
 		resetLedger() {
 			for (const k of Object.keys(ledger)) ledger[k].length = 0;
+			maxInFlight = inFlight;
 		},
 		async close() {
 			closed = true;

@@ -21,7 +21,10 @@ export class Captioning implements INodeType {
 		name: 'captioning',
 		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
 		group: ['transform'],
-		version: 1,
+		// 1.1: a batch is checked whole before the first request, and runs its items together
+		// (Batching → Concurrency); version 1 keeps working item by item.
+		version: [1, 1.1],
+		defaultVersion: 1.1,
 		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
 		description: 'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
 		defaults: { name: 'Captioning' },

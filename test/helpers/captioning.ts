@@ -20,7 +20,8 @@ export async function runCaptioning(
 	options: { input?: INodeExecutionData[]; key?: string; settings?: Partial<INode>; onStart?: (cancel: () => void) => void; webhookWaitingBaseUrl?: string } = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
-		nodes: [node(NODE, 'captioning', parameters, options.settings)],
+		// The newest version, as n8n adds a new node; a test of version 1 passes { typeVersion: 1 }.
+		nodes: [node(NODE, 'captioning', parameters, { typeVersion: 1.1, ...options.settings })],
 		nodeTypes: { captioning: new Captioning() },
 		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl } },
 		input: options.input,

@@ -14,6 +14,8 @@ export interface LedgerRequest {
 	status: number | null;
 	body?: Record<string, unknown>;
 	fault?: string | number;
+	/** When the request arrived (ms). */
+	at: number;
 }
 
 export interface Sandbox {
@@ -49,6 +51,8 @@ export interface Sandbox {
 	clearFaults(): void;
 	setRateLimits(limits: { readPerSecond?: number; writePerSecond?: number }): void;
 	setTiming(timing: { queuedMs: number; processingMs: number } | null): void;
+	setLatency(ms: number): void;
+	maxInFlight(): number;
 	setCaptionsOn(where: 'api' | 'storage'): void;
 	setWebhook(config: { attempts?: number; duplicate?: boolean; rejectUnauthorized?: boolean; ca?: Buffer }): void;
 	completeJob(id: string): Record<string, unknown>;
@@ -80,6 +84,7 @@ export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}
 		sandbox.clearFaults();
 		sandbox.setRateLimits({});
 		sandbox.setTiming(null);
+		sandbox.setLatency(0);
 		sandbox.setCaptionsOn('api');
 	});
 }

@@ -1,72 +1,46 @@
-// The one item loop: dispatches each item to its operation, pairs every output with its input,
-// and turns failures into error items when Continue On Fail is on.
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, JsonObject } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+// Hands the items to the batch engine (helpers/batch.ts) with the operation each one runs.
+// Version 1 of the node works through the items one by one, as it always did; version 1.1 checks
+// them all first and runs them together within Batching → Concurrency.
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
+import type { Operation } from '../helpers/batch';
+import { DEFAULT_CONCURRENCY, runItems } from '../helpers/batch';
 import * as account from './account';
 import * as job from './job';
 import * as upload from './upload';
 
-type Operation = (this: IExecuteFunctions, itemIndex: number) => Promise<INodeExecutionData[]>;
-
 const operations: Record<string, Record<string, Operation>> = {
-	account: { get: account.get.execute },
+	account: { get: account.get },
 	job: {
-		create: job.create.execute,
-		get: job.get.execute,
-		getAll: job.getAll.execute,
-		getCaptions: job.getCaptions.execute,
+		create: job.create as Operation,
+		get: job.get,
+		getAll: job.getAll,
+		getCaptions: job.getCaptions as Operation,
 	},
-	upload: { create: upload.create.execute },
+	upload: { create: upload.create as Operation },
 };
 
-type NodeError = NodeApiError | NodeOperationError;
-
-/** The failure as n8n's error classes, with the item it belongs to. */
-export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeError {
-	// Both constructors hand back an error that already is of their class, unchanged.
-	if (error instanceof NodeApiError) return new NodeApiError(ctx.getNode(), error as unknown as JsonObject, { itemIndex });
-	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
-}
-
-/**
- * An error item (Continue On Fail), paired with its input: the message and what helps a workflow
- * branch (description, httpCode, code, param, requestId), never a credential. Under "Continue
- * (using error output)" those fields go under `details`: n8n sends an item down the error output
- * only when its json holds nothing but error, message and details (or when the item carries the
- * error object, whose json n8n then cuts down to the message alone).
- */
-export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: number): INodeExecutionData {
-	const details: IDataObject = {};
-	if (error.description) details.description = error.description;
-	const { code, param, requestId } = error.context as IDataObject;
-	if (error instanceof NodeApiError && error.httpCode) details.httpCode = error.httpCode;
-	if (code) details.code = code;
-	if (param) details.param = param;
-	if (requestId) details.requestId = requestId;
-	const json: IDataObject =
-		ctx.getNode().onError === 'continueErrorOutput' ? { error: error.message, details } : { error: error.message, ...details };
-	return { json, pairedItem: { item: itemIndex } };
-}
+/** The operations that offer Batching → Concurrency; the others send one request at a time. */
+const BATCHING = new Set(['job:create', 'job:getCaptions', 'upload:create']);
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-	const items = this.getInputData();
-	const returnData: INodeExecutionData[] = [];
-	for (let i = 0; i < items.length; i++) {
+	const operationFor = (i: number): Operation => {
 		const resource = this.getNodeParameter('resource', i) as string;
 		const operation = this.getNodeParameter('operation', i) as string;
-		const execute = operations[resource]?.[operation];
-		try {
-			if (!execute) {
+		const found = operations[resource]?.[operation];
+		if (found) return found;
+		return {
+			execute: async () => {
 				throw new NodeOperationError(this.getNode(), `The operation "${operation}" of resource "${resource}" is not supported`, { itemIndex: i });
-			}
-			const output = await execute.call(this, i);
-			returnData.push(...this.helpers.constructExecutionMetaData(output, { itemData: { item: i } }));
-		} catch (error) {
-			const failure = asNodeError(this, error, i);
-			if (!this.continueOnFail()) throw failure;
-			returnData.push(errorItem(this, failure, i));
-		}
+			},
+		};
+	};
+	const together = this.getNode().typeVersion >= 1.1;
+	const batching = BATCHING.has(`${this.getNodeParameter('resource', 0)}:${this.getNodeParameter('operation', 0)}`);
+	const concurrency = together && batching ? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY)) : 1;
+	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
+		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, { description: 'Set it to a whole number of 1 or more (default 4).' });
 	}
-	return [returnData];
+	return [await runItems(this, { together, concurrency, operationFor })];
 }

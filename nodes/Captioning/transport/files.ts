@@ -22,7 +22,7 @@ export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Prom
 	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
 	await sendWithRetries(
 		ctx,
-		{ retryable: true, target, itemIndex: options.itemIndex, retry: options.retry },
+		{ retryable: true, lane: 'storage', target, itemIndex: options.itemIndex, retry: options.retry },
 		async () => {
 			const request: IHttpRequestOptions = {
 				method: 'PUT',
@@ -67,7 +67,7 @@ export async function downloadFile(
 		timeout: 60000,
 	};
 	const target = withKey ? `the captioning service at ${new URL(baseUrl).origin}` : `the captions host ${new URL(url).origin}`;
-	const response = await sendWithRetries(ctx, { retryable: true, target, itemIndex, retry }, async () =>
+	const response = await sendWithRetries(ctx, { retryable: true, lane: withKey ? 'read' : 'storage', target, itemIndex, retry }, async () =>
 		withKey
 			? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })) as IN8nHttpFullResponse)
 			: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),

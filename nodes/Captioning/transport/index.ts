@@ -10,11 +10,15 @@ import type {
 	IN8nHttpFullResponse,
 	IWebhookFunctions,
 } from 'n8n-workflow';
-import * as workflow from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import type { Job, JobList } from '../helpers/types';
 import { networkError, responseError } from './errors';
+import type { Lane } from './pacing';
+import { pacerOf } from './pacing';
+import { pause } from './sleep';
+
+export { pause };
 
 export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions;
 
@@ -39,15 +43,6 @@ export const DEFAULT_RETRY: RetryPolicy = {
 	maxRetryAfterMs: 60000,
 	unavailableDelayMs: 5000,
 };
-
-/** Sleeps, waking early (with an error) when the execution is cancelled. */
-export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
-	// n8n 1.x has sleepWithAbort(ms, signal); n8n 2.x folds it into sleep(ms, signal).
-	const withAbort = (workflow as { sleepWithAbort?: (ms: number, signal: AbortSignal) => Promise<void> })
-		.sleepWithAbort;
-	if (signal && withAbort) return await withAbort(ms, signal);
-	return await (workflow.sleep as (ms: number, signal?: AbortSignal) => Promise<void>)(ms, signal);
-}
 
 export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
 	return 'getExecutionCancelSignal' in ctx ? ctx.getExecutionCancelSignal() : undefined;
@@ -75,6 +70,10 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
 export interface SendOptions {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;
+	/** Which of the service's limits the request counts against (for the node run's shared pacing). */
+	lane: Lane;
+	/** Its place in the node run's pacing: lower goes first (default: the item index). */
+	priority?: number;
 	/** Names the target in network errors: never a URL with a signature in it. */
 	target: string;
 	itemIndex?: number;
@@ -93,11 +92,15 @@ export async function sendWithRetries(
 ): Promise<IN8nHttpFullResponse> {
 	const policy = { ...DEFAULT_RETRY, ...options.retry };
 	const signal = cancelSignal(ctx);
+	// In a batch, every request of the node run takes its turn from one pacing (transport/pacing.ts).
+	const pacer = pacerOf(ctx);
 	for (let attempt = 1; ; attempt++) {
+		const release = pacer ? await pacer.acquire(options.priority ?? options.itemIndex ?? 0, options.lane, signal) : () => {};
 		let response: IN8nHttpFullResponse;
 		try {
 			response = await send();
 		} catch (error) {
+			release();
 			if (signal?.aborted) {
 				throw new NodeOperationError(ctx.getNode(), 'The execution was cancelled while a request to the captioning service was under way', { itemIndex: options.itemIndex });
 			}
@@ -108,11 +111,14 @@ export async function sendWithRetries(
 			continue;
 		}
 		const status = response.statusCode;
+		const retryAfter = retryAfterMs(response);
+		pacer?.observe(options.lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter);
+		release();
 		if (status >= 200 && status < 300) return response;
 		if (!options.retryable || !isRetryableStatus(status) || attempt >= policy.maxAttempts) {
 			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
 		}
-		let delay = retryAfterMs(response);
+		let delay = retryAfter;
 		if (delay === undefined) delay = status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt);
 		if (delay > policy.maxRetryAfterMs) throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
@@ -153,6 +159,8 @@ export interface ApiRequestOptions {
 	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
 	idempotencyKey?: string;
 	itemIndex?: number;
+	/** Its place in the node run's pacing (default: the item index). */
+	priority?: number;
 	retry?: Partial<RetryPolicy>;
 }
 
@@ -188,7 +196,7 @@ export async function apiRequest<T>(
 	const retryable = !(method === 'POST' && path === '/jobs' && options.idempotencyKey === undefined);
 	const response = await sendWithRetries(
 		ctx,
-		{ retryable, target: `the captioning service at ${new URL(baseUrl).origin}`, itemIndex: options.itemIndex, retry: options.retry },
+		{ retryable, lane: method === 'GET' ? 'read' : 'write', target: `the captioning service at ${new URL(baseUrl).origin}`, itemIndex: options.itemIndex, priority: options.priority, retry: options.retry },
 		async () =>
 			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
 				...request,

@@ -5,12 +5,12 @@ import type { InputFile } from '../../helpers/binary';
 import { readInputFile } from '../../helpers/binary';
 import type { JobSource } from '../../helpers/createJob';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/createJob';
-import { automaticKey, checkCustomKey } from '../../helpers/idempotency';
+import { batchingField, batchOf } from '../../helpers/batch';
+import { automaticKey, canonicalJson, checkCustomKey } from '../../helpers/idempotency';
 import type { CaptioningEvent } from '../../helpers/events';
 import { eventProblem, readBackEvent, respond } from '../../helpers/events';
 import type { CreateJobBody, Job } from '../../helpers/types';
-import { pollJob } from '../../helpers/wait';
-import { apiRequest } from '../../transport';
+import { apiRequest, segment } from '../../transport';
 import { uploadFile } from '../../transport/files';
 import { inputFileField } from '../upload/create.operation';
 
@@ -253,7 +253,7 @@ const properties: INodeProperties[] = [
 				value: 'webhook',
 				description: 'Put the execution to sleep and resume it when the service reports the job completed or cancelled. n8n must be reachable over HTTPS; one item per execution.',
 			},
-			{ name: 'Poll', value: 'poll', description: 'Check the job at an interval and output it once completed or cancelled' },
+			{ name: 'Poll', value: 'poll', description: 'Check the job at an interval and output it once completed or cancelled. All items of a run are ordered first and checked together.' },
 		],
 		default: 'none',
 		description: 'Whether the node waits for the captions before passing the job on',
@@ -276,6 +276,7 @@ const properties: INodeProperties[] = [
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
 		description: 'How long to wait. Poll then fails the item; On Webhook resumes with the job as ordered. The job itself goes on and is not charged again.',
 	},
+	batchingField,
 ];
 
 export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['create'] } }, properties);
@@ -342,8 +343,19 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	};
 }
 
-export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
-	// Everything is checked before the first request: a mistake costs nothing.
+/** An item's order, checked and ready: nothing has been sent yet. */
+export interface Order {
+	body: CreateJobBody;
+	file?: InputFile;
+	idempotency: 'auto' | 'custom' | 'none';
+	customKey?: string;
+	wait: 'none' | 'poll' | 'webhook';
+	interval: number;
+	timeout: number;
+}
+
+/** Everything is checked before the first request of the batch: a mistake costs nothing. */
+export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
 	let file: InputFile | undefined;
@@ -353,22 +365,47 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 		body.title ??= file.fileName;
 	}
 	checkBodySize(this, i, source === 'binary' ? { ...body, upload_id: '00000000-0000-0000-0000-000000000000' } : body);
-	const idempotency = this.getNodeParameter('idempotency', i) as 'auto' | 'custom' | 'none';
+	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
 	const customKey = idempotency === 'custom' ? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string) : undefined;
-	const wait = this.getNodeParameter('waitForCompletion', i) as 'none' | 'poll' | 'webhook';
+	const wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
 	const interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
 	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
 	if (!(interval >= 1 && timeout >= 1)) {
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
+	return { body, file, idempotency, customKey, wait, interval, timeout };
+}
 
-	if (file) body.upload_id = await uploadOnce(this, i, file);
-	const idempotencyKey = idempotency === 'auto' ? automaticKey(this, i, body) : customKey;
-	const response = await apiRequest<Job>(this, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey, itemIndex: i });
-	let job = response.body;
-	if (wait === 'poll') job = await pollJob(this, i, job, interval, timeout);
+/**
+ * Sends the order. With a key, a repeat (the transport's retry, n8n's Retry On Fail) is replayed by
+ * the service; without one, a Retry On Fail in this execution reads back the job it already
+ * ordered instead of ordering again.
+ */
+async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order, body: CreateJobBody): Promise<{ job: Job; replayed: boolean }> {
+	const withoutKey = (ctx.getContext('node') as IDataObject).captioningOrders as Record<string, string> | undefined;
+	const mark = `${i}:${canonicalJson(body)}`;
+	if (order.idempotency === 'none' && withoutKey?.[mark]) {
+		return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(withoutKey[mark])}`, { itemIndex: i })).body, replayed: true };
+	}
+	const idempotencyKey = order.idempotency === 'auto' ? automaticKey(ctx, i, body) : order.customKey;
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey, itemIndex: i });
+	if (order.idempotency === 'none') {
+		const context = ctx.getContext('node') as IDataObject;
+		((context.captioningOrders ??= {}) as Record<string, string>)[mark] = response.body.id;
+	}
+	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+}
+
+export async function execute(this: IExecuteFunctions, i: number, order: Order): Promise<INodeExecutionData[]> {
+	const body = { ...order.body };
+	if (order.file) body.upload_id = await uploadOnce(this, i, order.file);
+	const batch = batchOf(this);
+	const placed = await placeOrder(this, i, order, body);
+	batch.ordered.set(i, placed.job.id);
+	let job = placed.job;
+	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
 	// The output until the service's event resumes the execution (or the timeout does, with this job).
-	if (wait === 'webhook') await this.putExecutionToWait(new Date(Date.now() + timeout * 60000));
-	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: response.headers['idempotent-replayed'] === 'true' } }];
+	if (order.wait === 'webhook') await this.putExecutionToWait(new Date(Date.now() + order.timeout * 60000));
+	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
 }

@@ -9,8 +9,8 @@ const properties: INodeProperties[] = [jobIdField, simplifyField];
 
 export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['get'] } }, properties);
 
-/** Reads one job; refuses an empty Job ID before any request. */
-export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
+/** The item's Job ID; refuses an empty one. */
+export function getJobId(ctx: IExecuteFunctions, i: number): string {
 	const id = (ctx.getNodeParameter('jobId', i) as string).trim();
 	if (!id) {
 		throw new NodeOperationError(ctx.getNode(), 'Job ID is empty', {
@@ -18,7 +18,12 @@ export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
 			description: 'Enter the ID of a caption job, e.g. the ID field output by Job → Create or the Captioning Trigger.',
 		});
 	}
-	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { itemIndex: i })).body;
+	return id;
+}
+
+/** Reads one job; refuses an empty Job ID before any request. */
+export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
+	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(getJobId(ctx, i))}`, { itemIndex: i })).body;
 }
 
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {

@@ -1,11 +1,12 @@
 import type { IBinaryKeyData, IExecuteFunctions, INodeExecutionData, INodeProperties, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
+import { batchingField } from '../../helpers/batch';
 import type { CaptionFormat, Job } from '../../helpers/types';
 import { getBaseUrl } from '../../transport';
 import { downloadFile } from '../../transport/files';
 import { jobIdField } from './common';
-import { getJob } from './get.operation';
+import { getJob, getJobId } from './get.operation';
 
 export const CAPTION_MIME_TYPES: Record<CaptionFormat, string> = {
 	srt: 'application/x-subrip',
@@ -34,6 +35,7 @@ export const formatsField: INodeProperties = {
 const properties: INodeProperties[] = [
 	jobIdField,
 	formatsField,
+	batchingField,
 	{
 		displayName: 'Put Output File in Field',
 		name: 'binaryPropertyName',
@@ -76,25 +78,36 @@ export async function captionBinaries(
 		});
 	}
 	const baseUrl = await getBaseUrl(ctx, i);
+	const captions = job.captions;
+	const missing = formats.find((format) => !captions[format]);
+	if (missing) {
+		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${missing} captions`, { itemIndex: i, description: `The service listed: ${Object.keys(captions).join(', ')}.` });
+	}
+	// The formats download together, within the node run's pacing (Batching → Concurrency).
+	const files = await Promise.all(formats.map(async (format) => await downloadFile(ctx, captions[format], baseUrl, i)));
 	const binary: IBinaryKeyData = {};
-	for (const format of formats) {
-		const url = job.captions[format];
-		if (!url) {
-			throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${format} captions`, { itemIndex: i, description: `The service listed: ${Object.keys(job.captions).join(', ')}.` });
-		}
-		const file = await downloadFile(ctx, url, baseUrl, i);
+	for (const [n, format] of formats.entries()) {
 		const name = formats.length === 1 ? field : `${field}_${format}`;
-		binary[name] = await ctx.helpers.prepareBinaryData(file.data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+		binary[name] = await ctx.helpers.prepareBinaryData(files[n].data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
 	}
 	return binary;
 }
 
-export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
+interface Download {
+	formats: CaptionFormat[];
+	field: string;
+}
+
+export async function prepare(this: IExecuteFunctions, i: number): Promise<Download> {
 	const formats = this.getNodeParameter('formats', i) as CaptionFormat[];
 	if (!formats.length) {
 		throw new NodeOperationError(this.getNode(), 'No format is selected', { itemIndex: i, description: 'Choose at least one of SRT, VTT, TXT, DOCX or JSON in Formats.' });
 	}
-	const field = this.getNodeParameter('binaryPropertyName', i) as string;
+	getJobId(this, i);
+	return { formats, field: this.getNodeParameter('binaryPropertyName', i) as string };
+}
+
+export async function execute(this: IExecuteFunctions, i: number, { formats, field }: Download): Promise<INodeExecutionData[]> {
 	const job = await getJob(this, i);
 	const binary = await captionBinaries(this, i, job, formats, field);
 	return [{ json: job as unknown as INodeExecutionData['json'], binary }];

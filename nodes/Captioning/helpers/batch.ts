@@ -1,0 +1,160 @@
+// The batch engine: how one run of the node works through its items.
+// 1. Every item is checked first (each operation's `prepare`, which sends nothing): a batch with a
+//    bad item orders nothing, unless Continue On Fail turns the bad items into error items.
+// 2. Then all items run at once, their requests sharing one pacing (transport/pacing.ts): at most
+//    Concurrency requests under way, and one slowdown for all when the service asks for it.
+// 3. Waits for jobs share one JobWaiter: one round of reads per interval for all of them.
+// 4. Each item ends as its outputs or one error item, in input order, paired with its input.
+//    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
+//    error names the items already ordered, with their job ids.
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, JsonObject } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+
+import { BatchStopped, Pacer, usePacer } from '../transport/pacing';
+import { JobWaiter } from './wait';
+
+export const DEFAULT_CONCURRENCY = 4;
+
+/** Batching → Concurrency, for the operations that send files or order (node version 1.1 on). */
+export const batchingField: INodeProperties = {
+	displayName: 'Batching',
+	name: 'batching',
+	type: 'collection',
+	placeholder: 'Add Option',
+	default: {},
+	displayOptions: { show: { '@version': [{ _cnd: { gte: 1.1 } }] } },
+	options: [
+		{
+			displayName: 'Concurrency',
+			name: 'concurrency',
+			type: 'number',
+			typeOptions: { minValue: 1, maxValue: 32 },
+			default: DEFAULT_CONCURRENCY,
+			description:
+				'How many requests to the service (uploads, orders, downloads) may be under way at once for the items of one run. All of them slow down together when the service asks (429, 503).',
+		},
+	],
+};
+
+export interface Operation<P = unknown> {
+	/** Reads and checks the item's parameters. Sends nothing, so a mistake costs nothing. */
+	prepare?: (this: IExecuteFunctions, itemIndex: number) => Promise<P>;
+	execute: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<INodeExecutionData[]>;
+}
+
+type NodeError = NodeApiError | NodeOperationError;
+
+/** The failure as n8n's error classes, with the item it belongs to. */
+export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeError {
+	// Both constructors hand back an error that already is of their class, unchanged.
+	if (error instanceof NodeApiError) return new NodeApiError(ctx.getNode(), error as unknown as JsonObject, { itemIndex });
+	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
+}
+
+/**
+ * An error item (Continue On Fail), paired with its input: the message and what helps a workflow
+ * branch (description, httpCode, code, param, requestId), never a credential. Under "Continue
+ * (using error output)" those fields go under `details`: n8n sends an item down the error output
+ * only when its json holds nothing but error, message and details (or when the item carries the
+ * error object, whose json n8n then cuts down to the message alone).
+ */
+export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: number): INodeExecutionData {
+	const details: IDataObject = {};
+	if (error.description) details.description = error.description;
+	const { code, param, requestId } = error.context as IDataObject;
+	if (error instanceof NodeApiError && error.httpCode) details.httpCode = error.httpCode;
+	if (code) details.code = code;
+	if (param) details.param = param;
+	if (requestId) details.requestId = requestId;
+	const json: IDataObject =
+		ctx.getNode().onError === 'continueErrorOutput' ? { error: error.message, details } : { error: error.message, ...details };
+	return { json, pairedItem: { item: itemIndex } };
+}
+
+/** What the operations of one node run share: the waiter, and the jobs ordered so far. */
+export class Batch {
+	readonly waiter: JobWaiter;
+	/** Item index → job id, for every order the service accepted in this run. */
+	readonly ordered = new Map<number, string>();
+
+	constructor(ctx: IExecuteFunctions) {
+		this.waiter = new JobWaiter(ctx);
+	}
+}
+
+const batches = new WeakMap<object, Batch>();
+
+/** The batch of this node run (one is made for a run outside the router, e.g. in a test). */
+export function batchOf(ctx: IExecuteFunctions): Batch {
+	let batch = batches.get(ctx);
+	if (!batch) batches.set(ctx, (batch = new Batch(ctx)));
+	return batch;
+}
+
+/** Adds to a failure the orders placed before the batch stopped, so that none is lost from sight. */
+function withOrdered(error: NodeError, ordered: Map<number, string>): NodeError {
+	if (ordered.size === 0) return error;
+	const list = [...ordered].sort(([a], [b]) => a - b);
+	const named = list.map(([item, job]) => `item ${item} → job ${job}`).join(', ');
+	error.description = `${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. Retry On Fail (or Idempotency: Custom Key) replays these orders instead of paying for them again.`;
+	Object.assign(error.context, { orderedJobs: list.map(([item, jobId]) => ({ item, jobId })) });
+	return error;
+}
+
+export interface RunOptions {
+	/** Check all items before the first request and run them together (version 1.1); else one by one. */
+	together: boolean;
+	concurrency: number;
+	operationFor: (itemIndex: number) => Operation;
+}
+
+export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Promise<INodeExecutionData[]> {
+	const count = ctx.getInputData().length;
+	const outputs: INodeExecutionData[][] = [];
+	const batch = batchOf(ctx);
+	const pacer = new Pacer(options.concurrency);
+	usePacer(ctx, pacer);
+	let failure: NodeError | undefined;
+
+	const fail = (error: unknown, i: number) => {
+		if (error instanceof BatchStopped) return;
+		const nodeError = asNodeError(ctx, error, i);
+		if (ctx.continueOnFail()) {
+			outputs[i] = [errorItem(ctx, nodeError, i)];
+		} else if (!failure) {
+			failure = nodeError;
+			pacer.stop();
+			batch.waiter.stop(new BatchStopped());
+		}
+	};
+	const prepare = async (i: number) => {
+		try {
+			return { prepared: await options.operationFor(i).prepare?.call(ctx, i) };
+		} catch (error) {
+			fail(error, i);
+			return undefined;
+		}
+	};
+	const execute = async (i: number, prepared: unknown) => {
+		try {
+			const output = await options.operationFor(i).execute.call(ctx, i, prepared);
+			outputs[i] = ctx.helpers.constructExecutionMetaData(output, { itemData: { item: i } });
+		} catch (error) {
+			fail(error, i);
+		}
+	};
+
+	if (options.together) {
+		const prepared: Array<{ prepared: unknown } | undefined> = [];
+		for (let i = 0; i < count && !failure; i++) prepared[i] = await prepare(i);
+		if (failure) throw failure;
+		await Promise.all(prepared.map(async (p, i) => p && (await execute(i, p.prepared))));
+	} else {
+		for (let i = 0; i < count && !failure; i++) {
+			const p = await prepare(i);
+			if (p) await execute(i, p.prepared);
+		}
+	}
+	if (failure) throw withOrdered(failure, batch.ordered);
+	return outputs.flatMap((o) => o ?? []);
+}
