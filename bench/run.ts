@@ -4,6 +4,9 @@
 //   3. batch ordering: 500 items into Job → Create at a write limit of R/s, against the floor 500/R;
 //      jobs and charges counted by the sandbox, also with 10% injected 503s and connection resets
 //   4. load cost: time to require the compiled nodes and credentials on top of n8n-workflow
+//   5. waiting together: 50 items with Wait for Completion Poll (1 s), each job taking WAIT_JOB_SECONDS,
+//      against one such item alone; reads per polling round
+//   6. concurrent uploads: 4 uploads of 512 MiB under way at once (Concurrency 4), peak RSS growth
 import { execFile, spawn } from 'node:child_process';
 import { cpus } from 'node:os';
 import path from 'node:path';
@@ -21,6 +24,10 @@ const asJson = process.argv.includes('--json');
 const UPLOAD_BYTES = Number(process.env.BENCH_UPLOAD_BYTES ?? 2 * 1024 ** 3);
 const BATCH_ITEMS = 500;
 const WRITE_LIMIT = 50;
+const WAIT_ITEMS = 50;
+const WAIT_JOB_SECONDS = Number(process.env.BENCH_WAIT_JOB_SECONDS ?? 10);
+const CONCURRENT_UPLOADS = 4;
+const CONCURRENT_UPLOAD_BYTES = Number(process.env.BENCH_CONCURRENT_UPLOAD_BYTES ?? 512 * 1024 ** 2);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -99,6 +106,71 @@ async function uploadFigures() {
 	}
 }
 
+/** Four files of 512 MiB uploaded by one run of Upload → Create, all four under way at once. */
+async function concurrentUploadFigures() {
+	const sandbox = await sandboxProcess();
+	try {
+		log(`generating ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB × ${CONCURRENT_UPLOADS} in n8n's filesystem binary store…`);
+		const input = [];
+		for (let n = 0; n < CONCURRENT_UPLOADS; n++) {
+			input.push({ json: {}, binary: await storeBinary(generatedMedia(CONCURRENT_UPLOAD_BYTES).stream, { fileName: `bench-${n}.mp4`, mimeType: 'video/mp4' }) });
+		}
+		await run('sync');
+		const fakeSandbox = { baseUrl: sandbox.baseUrl, keys: sandbox.keys } as unknown as Sandbox;
+		await new Promise((r) => setTimeout(r, 200));
+		const baseline = process.memoryUsage.rss();
+		let peak = baseline;
+		const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+		const started = process.hrtime.bigint();
+		try {
+			const result = await runCaptioning(fakeSandbox, { resource: 'upload', operation: 'create', binaryPropertyName: 'data', batching: { concurrency: CONCURRENT_UPLOADS } }, { input });
+			if (result.failure) throw new Error(`concurrent uploads failed: ${result.failure.message}`);
+			if (result.items.some((i) => i.json.size_bytes !== CONCURRENT_UPLOAD_BYTES)) throw new Error('an upload is missing from the output');
+		} finally {
+			clearInterval(sampler);
+		}
+		const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+		return { rssGrowthMiB: (peak - baseline) / 1024 ** 2, seconds };
+	} finally {
+		sandbox.stop();
+	}
+}
+
+/** Reads of the job list and of single jobs, grouped into polling rounds (rounds are 1 s apart). */
+function pollingRounds(requests: Array<{ route?: string; at: number }>): { reads: number; rounds: number } {
+	const reads = requests.filter((r) => r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}').map((r) => r.at);
+	let rounds = 0;
+	let last = -Infinity;
+	for (const at of reads) {
+		if (at - last > 300) rounds += 1;
+		last = at;
+	}
+	return { reads: reads.length, rounds };
+}
+
+/** 50 items waited for together against one item alone, every job taking the same time. */
+async function waitFigures() {
+	const sb = await createSandbox({ timing: { queuedMs: 500, processingMs: WAIT_JOB_SECONDS * 1000 - 500 } });
+	try {
+		const params = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'poll', pollInterval: 1, timeout: 10 };
+		const timed = async (items: number) => {
+			sb.resetLedger();
+			const input = Array.from({ length: items }, (_, i) => ({ json: { url: `https://media.example.com/wait/${items}/${i}.mp4` } }));
+			const started = process.hrtime.bigint();
+			const result = await runCaptioning(sb, params, { input });
+			const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+			if (result.failure) throw new Error(`wait failed: ${result.failure.message}`);
+			if (result.items.some((i) => i.json.status !== 'completed')) throw new Error('a job did not complete');
+			return { seconds, ...pollingRounds(sb.ledger.requests) };
+		};
+		const single = await timed(1);
+		const batch = await timed(WAIT_ITEMS);
+		return { single, batch };
+	} finally {
+		await sb.close();
+	}
+}
+
 async function batchFigures(faults: boolean) {
 	const sb = await createSandbox({ timing: null, rateLimits: { writePerSecond: WRITE_LIMIT } });
 	try {
@@ -161,6 +233,12 @@ async function main() {
 	log(`  with faults (${faulty.faultsSeen} injected): ${faulty.wallSeconds.toFixed(2)} s`);
 	log('4. load cost');
 	const load = await loadFigures();
+	log(`5. waiting together: ${WAIT_ITEMS} items, jobs of ${WAIT_JOB_SECONDS} s, Poll every 1 s`);
+	const wait = await waitFigures();
+	log(`  one item alone: ${wait.single.seconds.toFixed(2)} s; ${WAIT_ITEMS} items: ${wait.batch.seconds.toFixed(2)} s, ${wait.batch.reads} reads in ${wait.batch.rounds} rounds`);
+	log(`6. concurrent uploads: ${CONCURRENT_UPLOADS} × ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB`);
+	const concurrent = await concurrentUploadFigures();
+	log(`  ${concurrent.seconds.toFixed(1)} s, peak RSS growth ${concurrent.rssGrowthMiB.toFixed(1)} MiB`);
 
 	const figures = {
 		uploadRssGrowthMiB: Number(upload.rssGrowthMiB.toFixed(1)),
@@ -171,6 +249,10 @@ async function main() {
 		batchFaultJobs: faulty.jobs,
 		batchFaultCharges: faulty.charges,
 		loadMs: Number(load.loadMs.toFixed(1)),
+		batchFaultVsFloor: Number((faulty.wallSeconds / faulty.floorSeconds).toFixed(2)),
+		waitBatchVsSingle: Number((wait.batch.seconds / wait.single.seconds).toFixed(2)),
+		waitReadsPerRound: Number((wait.batch.reads / wait.batch.rounds).toFixed(2)),
+		uploadConcurrentRssGrowthMiB: Number(concurrent.rssGrowthMiB.toFixed(1)),
 	};
 	// figure, measured, reference, ratio, target, met
 	const rows: Array<[string, string, string, string, string, boolean]> = [
@@ -180,6 +262,10 @@ async function main() {
 		['batch jobs / charges', `${clean.jobs} / ${clean.charges}`, `${BATCH_ITEMS} items`, '', 'exactly 500', clean.jobs === BATCH_ITEMS && clean.charges === BATCH_ITEMS],
 		['with 10% 503s and resets', `${faulty.jobs} / ${faulty.charges}`, `${faulty.faultsSeen} faults, ${faulty.wallSeconds.toFixed(1)} s`, '', 'exactly 500', faulty.jobs === BATCH_ITEMS && faulty.charges === BATCH_ITEMS],
 		['load cost on top of n8n-workflow', `${load.loadMs.toFixed(1)} ms`, `n8n-workflow ${load.workflowMs.toFixed(0)} ms`, '', '≤ 30 ms', load.loadMs <= 30],
+		['batch with faults vs floor', `${faulty.wallSeconds.toFixed(2)} s`, `floor ${faulty.floorSeconds} s`, `${figures.batchFaultVsFloor}×`, '≤ 1.5×', figures.batchFaultVsFloor <= 1.5],
+		[`wait: ${WAIT_ITEMS} items vs one`, `${wait.batch.seconds.toFixed(2)} s`, `one ${wait.single.seconds.toFixed(2)} s`, `${figures.waitBatchVsSingle}×`, '≤ 1.5×', figures.waitBatchVsSingle <= 1.5],
+		['wait: reads per round', `${wait.batch.reads} reads`, `${wait.batch.rounds} rounds, ${WAIT_ITEMS} jobs`, `${figures.waitReadsPerRound}`, '≤ 3', figures.waitReadsPerRound <= 3],
+		[`${CONCURRENT_UPLOADS} uploads at once, RSS growth`, `${figures.uploadConcurrentRssGrowthMiB} MiB`, `${CONCURRENT_UPLOADS} × ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 128 MiB', figures.uploadConcurrentRssGrowthMiB <= 128],
 	];
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];
 	const table = [header, ...rows.map((r) => [...r.slice(0, 5), r[5] ? 'yes' : 'NO'] as string[])];

@@ -205,15 +205,14 @@ describe('the item loop', () => {
 	test('On Error "Continue (using error output)": failed items leave on the error output, with their fields and pairing', async () => {
 		const readOnly = await runCaptioning(sb, params, { input: items, key: sb.keys.readOnly, settings: { onError: 'continueErrorOutput' } });
 		expect(readOnly.output(NODE)).toEqual([]);
-		const detail = (json: IDataObject) => (json.details as IDataObject | undefined)?.httpCode ?? json.error;
+		const detail = (json: IDataObject) => (json.error as IDataObject).httpCode ?? (json.error as IDataObject).message;
 		expect(readOnly.output(NODE, 1).map((i) => [i.pairedItem, detail(i.json)])).toEqual([
 			[{ item: 0 }, '403'],
 			[{ item: 1 }, 'Media URL "not a url" is not an http(s) URL'],
 			[{ item: 2 }, '403'],
 		]);
 		expect(readOnly.output(NODE, 1)[0].json).toEqual({
-			error: expect.stringMatching(/read-only/),
-			details: { description: expect.stringMatching(/full access/), httpCode: '403', code: 'insufficient_permissions', requestId: expect.stringMatching(/^req_/) },
+			error: { message: expect.stringMatching(/read-only/), description: expect.stringMatching(/full access/), httpCode: '403', code: 'insufficient_permissions', requestId: expect.stringMatching(/^req_/) },
 		});
 
 		const mixed = await runCaptioning(sb, params, { input: items, settings: { onError: 'continueErrorOutput' } });
@@ -222,7 +221,7 @@ describe('the item loop', () => {
 			[{ item: 2 }, 'job'],
 		]);
 		expect(mixed.output(NODE, 1)).toEqual([
-			{ json: { error: 'Media URL "not a url" is not an http(s) URL', details: { description: expect.stringMatching(/public http/) } }, pairedItem: { item: 1 } },
+			{ json: { error: { message: 'Media URL "not a url" is not an http(s) URL', description: expect.stringMatching(/public http/) } }, pairedItem: { item: 1 } },
 		]);
 	});
 

@@ -54,9 +54,9 @@ export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: n
 /**
  * An error item (Continue On Fail), paired with its input: the message and what helps a workflow
  * branch (description, httpCode, code, param, requestId), never a credential. Under "Continue
- * (using error output)" those fields go under `details`: n8n sends an item down the error output
- * only when its json holds nothing but error, message and details (or when the item carries the
- * error object, whose json n8n then cuts down to the message alone).
+ * (using error output)" they all go into one `error` object: n8n sends an item down the error
+ * output only when its json holds `error` alone (1.x and 2.x; 2.x also allows message and
+ * details), or when the item carries the error object, whose json n8n cuts down to the message.
  */
 export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: number): INodeExecutionData {
 	const details: IDataObject = {};
@@ -67,7 +67,7 @@ export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: n
 	if (param) details.param = param;
 	if (requestId) details.requestId = requestId;
 	const json: IDataObject =
-		ctx.getNode().onError === 'continueErrorOutput' ? { error: error.message, details } : { error: error.message, ...details };
+		ctx.getNode().onError === 'continueErrorOutput' ? { error: { message: error.message, ...details } } : { error: error.message, ...details };
 	return { json, pairedItem: { item: itemIndex } };
 }
 
