@@ -32,3 +32,13 @@ export async function runCaptioning(
 }
 
 export const MEDIA = 'https://media.example.com/talk.mp4';
+
+/** Orders a job straight at the sandbox (not through n8n), as the dashboard or another tool would; returns its id. */
+export async function orderDirectly(sb: Sandbox, body: IDataObject = {}, key = sb.keys.full): Promise<string> {
+	const res = await fetch(`${sb.baseUrl}/jobs`, {
+		method: 'POST',
+		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+		body: JSON.stringify({ media_url: MEDIA, ...body }),
+	});
+	return ((await res.json()) as { id: string }).id;
+}

@@ -4,7 +4,7 @@ import { inflateRawSync } from 'node:zlib';
 import type { IDataObject } from 'n8n-workflow';
 
 import { binaryDataService, storeBinary } from '../harness/n8n';
-import { MEDIA, NODE, runCaptioning } from '../helpers/captioning';
+import { MEDIA, NODE, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -12,14 +12,7 @@ import { useSandbox } from '../helpers/sandbox';
 let sb: Sandbox;
 useSandbox((s) => (sb = s));
 
-async function order(body: IDataObject = {}): Promise<string> {
-	const res = await fetch(`${sb.baseUrl}/jobs`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ media_url: MEDIA, ...body }),
-	});
-	return ((await res.json()) as { id: string }).id;
-}
+const order = async (body: IDataObject = {}) => await orderDirectly(sb, body);
 
 describe('Upload → Create', () => {
 	test('outputs the upload id, size and expiry, never the presigned URL', async () => {

@@ -8,7 +8,7 @@ import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
 import { binaryDataService } from '../harness/n8n';
 import type { ServedTrigger } from '../harness/webhook';
 import { serveTrigger } from '../harness/webhook';
-import { MEDIA } from '../helpers/captioning';
+import { orderDirectly } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -45,14 +45,7 @@ async function start(parameters: IDataObject = {}, key = sb.keys.full) {
 	return trigger;
 }
 
-async function order(webhookUrl: string, extra: IDataObject = {}, key = sb.keys.full): Promise<string> {
-	const res = await fetch(`${sb.baseUrl}/jobs`, {
-		method: 'POST',
-		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-		body: JSON.stringify({ media_url: MEDIA, webhook_url: webhookUrl, ...extra }),
-	});
-	return ((await res.json()) as { id: string }).id;
-}
+const order = async (webhookUrl: string | undefined, extra: IDataObject = {}, key = sb.keys.full) => await orderDirectly(sb, { webhook_url: webhookUrl, ...extra }, key);
 
 async function post(url: string, body: unknown, contentType = 'application/json') {
 	const res = await request(url, { method: 'POST', dispatcher: tls, headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -201,7 +194,7 @@ describe('only jobs ordered with this trigger\'s URL', () => {
 		["ordered with another workflow's trigger URL", 'https://n8n.example.com/webhook/0c1d2e3f-aaaa-bbbb-cccc-123456789abc/captioning', /ordered with another Webhook URL/],
 	])('a completed job of the workspace %s → 403, nothing started', async (_name, webhookUrl, reason) => {
 		const t = await start();
-		const id = await order(webhookUrl as string);
+		const id = await order(webhookUrl);
 		const r = await post(t.url, { id: 'evt_not_for_us', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) });
 		expect(r.status).toBe(403);
 		expect(r.body.error).toMatch(reason);
