@@ -813,6 +813,40 @@ async function createSandbox(options = {}) {
 		},
 		completeJob,
 		cancelJob,
+		/**
+		 * History: `count` jobs of the first workspace that finished long ago (completed), made
+		 * directly, oldest first, before any job ordered later. Not in the ledger: no request made them.
+		 */
+		seedHistory(count) {
+			const ws = [...workspaces.values()][0];
+			const start = Date.now() - 30 * 86400 * 1000;
+			for (let n = 0; n < count; n++) {
+				const id = crypto.randomUUID();
+				const created = new Date(start + n * 1000).toISOString();
+				const job = {
+					workspaceId: ws.id,
+					view: {
+						id,
+						object: 'job',
+						status: 'completed',
+						progress: 100,
+						eta: null,
+						title: `Old job ${n}`,
+						media: { type: 'url', url: `https://media.example.com/old/${n}.mp4`, upload_id: null, duration_seconds: 60 },
+						language: 'en',
+						options: jobOptions({}),
+						cost: { amount: '0.30', currency: 'usd' },
+						cancellation: null,
+						captions: null,
+						metadata: {},
+						created_at: created,
+						completed_at: new Date(start + n * 1000 + 600000).toISOString(),
+					},
+				};
+				job.view.captions = captionLinks(ws, job);
+				ws.jobs.set(id, job);
+			}
+		},
 		startJob: (id) => {
 			const { ws, job } = findJob(id);
 			startProcessing(ws, job);

@@ -9,8 +9,8 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { captionBinaries, formatsField } from '../Captioning/actions/job/getCaptions.operation';
-import type { CaptionFormat, Job } from '../Captioning/helpers/types';
+import { attachCaptionsFields, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
+import type { Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
 import { eventProblem, readBackEvent, respond } from '../Captioning/helpers/events';
 import { claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches } from './events';
@@ -45,18 +45,7 @@ export class CaptioningTrigger implements INodeType {
 				type: 'notice',
 				default: '',
 			},
-			{
-				displayName: 'Events',
-				name: 'events',
-				type: 'multiOptions',
-				required: true,
-				options: [
-					{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
-					{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
-				],
-				default: ['job.completed', 'job.cancelled'],
-				description: 'The events that start the workflow; others are acknowledged and ignored',
-			},
+			eventsField,
 			{
 				displayName: 'Verify Events With the API',
 				name: 'verify',
@@ -72,24 +61,7 @@ export class CaptioningTrigger implements INodeType {
 				default: '',
 				description: 'If set, deliveries must carry it as ?token=… in the URL (add it to the Webhook URL you give the service); others are refused with 401',
 			},
-			{
-				displayName: 'Attach Captions',
-				name: 'attachCaptions',
-				type: 'boolean',
-				default: false,
-				description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
-			},
-			{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
-			{
-				displayName: 'Put Output File in Field',
-				name: 'binaryPropertyName',
-				type: 'string',
-				default: 'data',
-				required: true,
-				displayOptions: { show: { attachCaptions: [true] } },
-				hint: 'The name of the output binary field to put the file in',
-				description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
-			},
+			...attachCaptionsFields,
 		],
 	};
 
@@ -149,18 +121,12 @@ export class CaptioningTrigger implements INodeType {
 			}
 		}
 		settleEvent(this, event, verify ? job.completed_at : null);
-		const item: INodeExecutionData = {
-			json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.created_at, verified: verify },
-		};
-		if (event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean)) {
-			const formats = this.getNodeParameter('formats', []) as CaptionFormat[];
-			const field = this.getNodeParameter('binaryPropertyName', 'data') as string;
-			try {
-				item.binary = await captionBinaries(this, 0, job, formats, field);
-			} catch (error) {
-				releaseEvent(this, event);
-				return respond(this, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
-			}
+		let item: INodeExecutionData;
+		try {
+			item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
+		} catch (error) {
+			releaseEvent(this, event);
+			return respond(this, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
 		}
 		return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
 	}

@@ -56,6 +56,7 @@ export interface Sandbox {
 	setCaptionsOn(where: 'api' | 'storage'): void;
 	setWebhook(config: { attempts?: number; duplicate?: boolean; rejectUnauthorized?: boolean; ca?: Buffer }): void;
 	completeJob(id: string): Record<string, unknown>;
+	seedHistory(count: number): void;
 	cancelJob(id: string, reason: string): Record<string, unknown>;
 	startJob(id: string): Record<string, unknown>;
 	job(id: string): Record<string, unknown>;

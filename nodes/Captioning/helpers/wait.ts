@@ -6,8 +6,8 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { apiRequest, cancelSignal, pause, segment } from '../transport';
-import type { Job, JobList } from './types';
+import { apiRequest, cancelSignal, jobPages, pause, segment } from '../transport';
+import type { Job } from './types';
 
 export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';
 
@@ -83,17 +83,12 @@ export class JobWaiter {
 		if (unseen.size > 1) {
 			const oldest = Math.min(...[...this.pending.values()].map((e) => Date.parse(e.job.created_at)));
 			const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
-			let startingAfter: string | undefined;
-			for (let page = 0; page < maxPages && unseen.size > 0; page++) {
-				const qs = startingAfter ? { limit: PAGE_SIZE, starting_after: startingAfter } : { limit: PAGE_SIZE };
-				const { body } = await apiRequest<JobList>(this.ctx, 'GET', '/jobs', { qs, priority: ROUND_PRIORITY });
-				for (const job of body.data) {
-					if (unseen.delete(job.id)) this.update(job);
-				}
-				const last = body.data.at(-1);
+			let pages = 0;
+			for await (const page of jobPages(this.ctx, {}, { priority: ROUND_PRIORITY })) {
+				for (const job of page) if (unseen.delete(job.id)) this.update(job);
 				// Newest first: past the oldest pending job, the list holds none of them.
-				if (!body.has_more || !last || Date.parse(last.created_at) < oldest) break;
-				startingAfter = last.id;
+				const last = page.at(-1);
+				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
 			}
 		}
 		// Jobs the pages did not reach (many jobs ordered elsewhere meanwhile), or a single job.

@@ -8,6 +8,7 @@ import type {
 	IHttpRequestOptions,
 	ILoadOptionsFunctions,
 	IN8nHttpFullResponse,
+	IPollFunctions,
 	IWebhookFunctions,
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
@@ -20,7 +21,7 @@ import { pause } from './sleep';
 
 export { pause };
 
-export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions;
+export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions | IPollFunctions;
 
 export const CREDENTIAL_NAME = 'captioningApi';
 
@@ -207,6 +208,29 @@ export async function apiRequest<T>(
 	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
 }
 
+/**
+ * The job list (GET /jobs, newest first), page after page, following `starting_after` while
+ * `has_more`. `pageSize` may shrink a page (e.g. to what a limit still wants). A caller stops
+ * reading by leaving the loop.
+ */
+export async function* jobPages(
+	ctx: ApiContext,
+	filters: IDataObject = {},
+	options: { itemIndex?: number; priority?: number; pageSize?: (read: number) => number } = {},
+): AsyncGenerator<Job[]> {
+	let startingAfter: string | undefined;
+	let read = 0;
+	for (;;) {
+		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? 100 };
+		if (startingAfter) qs.starting_after = startingAfter;
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority });
+		read += body.data.length;
+		yield body.data;
+		if (!body.has_more || body.data.length === 0) return;
+		startingAfter = body.data[body.data.length - 1].id;
+	}
+}
+
 /** GET /jobs, following `starting_after` while `has_more`, up to `limit` jobs (all when undefined). */
 export async function listJobs(
 	ctx: ApiContext,
@@ -215,15 +239,10 @@ export async function listJobs(
 	itemIndex?: number,
 ): Promise<Job[]> {
 	const jobs: Job[] = [];
-	let startingAfter: string | undefined;
-	for (;;) {
-		const pageSize = limit === undefined ? 100 : Math.min(100, limit - jobs.length);
-		const qs: IDataObject = { ...filters, limit: pageSize };
-		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex });
-		jobs.push(...body.data);
-		if (!body.has_more || body.data.length === 0 || (limit !== undefined && jobs.length >= limit)) break;
-		startingAfter = body.data[body.data.length - 1].id;
+	const pageSize = (read: number) => (limit === undefined ? 100 : Math.min(100, limit - read));
+	for await (const page of jobPages(ctx, filters, { itemIndex, pageSize })) {
+		jobs.push(...page);
+		if (limit !== undefined && jobs.length >= limit) break;
 	}
 	return limit === undefined ? jobs : jobs.slice(0, limit);
 }

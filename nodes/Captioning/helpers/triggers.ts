@@ -1,0 +1,62 @@
+// What the two triggers share: the Events choice, Attach Captions, and the item a job event becomes.
+import type { IDataObject, INodeExecutionData, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
+
+import { captionBinaries, formatsField } from './captions';
+import type { EventType } from './events';
+import type { CaptionFormat, Job } from './types';
+
+export const eventsField: INodeProperties = {
+	displayName: 'Events',
+	name: 'events',
+	type: 'multiOptions',
+	required: true,
+	options: [
+		{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
+		{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
+	],
+	default: ['job.completed', 'job.cancelled'],
+	description: 'The events that start the workflow; others are acknowledged and ignored',
+};
+
+export const attachCaptionsFields: INodeProperties[] = [
+	{
+		displayName: 'Attach Captions',
+		name: 'attachCaptions',
+		type: 'boolean',
+		default: false,
+		description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
+	},
+	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
+	{
+		displayName: 'Put Output File in Field',
+		name: 'binaryPropertyName',
+		type: 'string',
+		default: 'data',
+		required: true,
+		displayOptions: { show: { attachCaptions: [true] } },
+		hint: 'The name of the output binary field to put the file in',
+		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
+	},
+];
+
+export const EVENT_OF_STATUS: Partial<Record<Job['status'], EventType>> = { completed: 'job.completed', cancelled: 'job.cancelled' };
+
+/**
+ * The item a job event starts the workflow with: the job, what the event said of it, and whether
+ * it was read from the API. With Attach Captions, a completed job's files come along.
+ */
+export async function jobEventItem(
+	ctx: IWebhookFunctions | IPollFunctions,
+	job: Job,
+	event: { id: string | null; type: EventType; createdAt: string | null; verified: boolean },
+): Promise<INodeExecutionData> {
+	const item: INodeExecutionData = {
+		json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.createdAt, verified: event.verified },
+	};
+	if (event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean)) {
+		const formats = ctx.getNodeParameter('formats', []) as CaptionFormat[];
+		const field = ctx.getNodeParameter('binaryPropertyName', 'data') as string;
+		item.binary = await captionBinaries(ctx, 0, job, formats, field);
+	}
+	return item;
+}

@@ -1,0 +1,129 @@
+import type { IDataObject, INodeExecutionData, INodeType, INodeTypeDescription, IPollFunctions } from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+
+import type { EventType } from '../Captioning/helpers/events';
+import { attachCaptionsFields, EVENT_OF_STATUS, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
+import type { Job } from '../Captioning/helpers/types';
+import { jobPages } from '../Captioning/transport';
+import type { PollState } from './poll';
+import { finishedSince, firstState, REMEMBERED_REPORTS } from './poll';
+
+/** Whether the job's metadata holds the key (and, when one is given, the value). */
+function metadataMatches(job: Job, filters: IDataObject): boolean {
+	const key = String(filters.metadataKey ?? '').trim();
+	if (!key) return true;
+	const value = job.metadata?.[key];
+	if (value === undefined) return false;
+	const wanted = filters.metadataValue;
+	return wanted === undefined || wanted === '' || value === String(wanted);
+}
+
+export class CaptioningPollingTrigger implements INodeType {
+	description: INodeTypeDescription = {
+		displayName: 'Captioning Polling Trigger',
+		name: 'captioningPollingTrigger',
+		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
+		group: ['trigger'],
+		version: 1,
+		subtitle: '={{$parameter["events"].join(", ")}}',
+		description: 'Starts the workflow when any caption job of the workspace completes or is cancelled, checking the service on a schedule',
+		defaults: { name: 'Captioning Polling Trigger' },
+		polling: true,
+		inputs: [],
+		outputs: [NodeConnectionTypes.Main],
+		credentials: [{ name: 'captioningApi', required: true }],
+		properties: [
+			{
+				displayName:
+					'Checks the service on the schedule below and starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it (the dashboard, another tool, another workflow): each job once, from the moment this workflow is activated. It works anywhere, also where n8n is not reachable from the internet; events arrive up to one interval late. For instant events on jobs ordered with its URL, and an n8n reachable over HTTPS, use the Captioning Trigger instead.',
+				name: 'notice',
+				type: 'notice',
+				default: '',
+			},
+			eventsField,
+			{
+				displayName: 'Filters',
+				name: 'filters',
+				type: 'collection',
+				placeholder: 'Add Filter',
+				default: {},
+				options: [
+					{
+						displayName: 'Metadata Key',
+						name: 'metadataKey',
+						type: 'string',
+						default: '',
+						placeholder: 'e.g. source',
+						description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
+					},
+					{
+						displayName: 'Metadata Value',
+						name: 'metadataValue',
+						type: 'string',
+						default: '',
+						placeholder: 'e.g. n8n',
+						description: 'Only jobs whose Metadata Key has this value; empty: any value',
+					},
+				],
+			},
+			...attachCaptionsFields,
+		],
+	};
+
+	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
+		const events = this.getNodeParameter('events', []) as EventType[];
+		const filters = this.getNodeParameter('filters', {}) as IDataObject;
+		const wanted = (job: Job) => {
+			const type = EVENT_OF_STATUS[job.status];
+			return type !== undefined && events.includes(type) && metadataMatches(job, filters);
+		};
+		const item = async (job: Job) => await jobEventItem(this, job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true });
+
+		if (this.getMode() === 'manual') {
+			// Fetch Test Event: the latest finished job that fits, so the workflow can be built now.
+			const latest: Job[] = [];
+			for (const type of events) {
+				for await (const page of jobPages(this, { status: type === 'job.completed' ? 'completed' : 'cancelled' })) {
+					const found = page.find(wanted);
+					if (found) latest.push(found);
+					break;
+				}
+			}
+			latest.sort((a, b) => Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at));
+			if (!latest.length) {
+				throw new NodeOperationError(this.getNode(), 'No finished job of this workspace fits Events and Filters yet', {
+					description: 'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
+				});
+			}
+			return [[await item(latest[0])]];
+		}
+
+		const staticData = this.getWorkflowStaticData('node') as PollState;
+		if (!staticData.started) {
+			// Activation: start from now (no flood of history), remembering the jobs still open.
+			Object.assign(staticData, await firstState(this));
+			return null;
+		}
+		const { finished, next } = await finishedSince(this, staticData);
+		const reported = [...(next.reported ?? [])];
+		const items: INodeExecutionData[] = [];
+		let failure: Error | undefined;
+		for (const job of finished) {
+			const key = `${job.id} ${job.status}`;
+			if (reported.includes(key) || !wanted(job)) continue;
+			try {
+				items.push(await item(job));
+				reported.push(key);
+			} catch (error) {
+				// Its captions could not be downloaded: the job stays open, so the next poll tries again.
+				failure ??= error as Error;
+				next.open = { ...next.open, [job.id]: job.created_at };
+			}
+		}
+		Object.assign(staticData, next, { reported: reported.slice(-REMEMBERED_REPORTS) });
+		if (!items.length && failure) {
+			throw new NodeOperationError(this.getNode(), failure, { description: 'The job will be reported at the next poll that can download its captions.' });
+		}
+		return items.length ? [items] : null;
+	}
+}

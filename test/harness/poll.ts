@@ -1,0 +1,78 @@
+// Runs a polling trigger the way n8n does (n8n-core's PollContext and the node's poll()):
+// activation runs a first poll, then n8n saves the workflow's static data; a scheduled poll that
+// returns items emits an execution and saves static data; one that returns nothing saves nothing.
+// A restart (or deactivate/activate) loads the static data as last saved and activates again.
+import { PollContext } from 'n8n-core';
+import type { ICredentialDataDecryptedObject, IDataObject, INode, INodeExecutionData, INodeType, WorkflowActivateMode, WorkflowExecuteMode } from 'n8n-workflow';
+import { Workflow } from 'n8n-workflow';
+
+import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './n8n';
+
+export interface PolledTrigger {
+	/** Activates the workflow: the first poll, then static data saved. */
+	activate(): Promise<INodeExecutionData[] | null>;
+	/** One scheduled poll; its items (an execution) or null. Throws what the poll threw. */
+	poll(): Promise<INodeExecutionData[] | null>;
+	/** n8n restarted (or the workflow deactivated and activated): static data as last saved, then activation. */
+	restart(): Promise<INodeExecutionData[] | null>;
+	/** Fetch Test Event in the editor. */
+	manual(): Promise<INodeExecutionData[] | null>;
+	/** One entry per execution started: the items the trigger emitted. */
+	executions: INodeExecutionData[][];
+	/** The node's static data as last saved by n8n. */
+	saved(): IDataObject;
+}
+
+let counter = 0;
+
+export async function pollTrigger(options: {
+	nodeType: INodeType;
+	typeName: string;
+	parameters: IDataObject;
+	credentials: Record<string, ICredentialDataDecryptedObject>;
+}): Promise<PolledTrigger> {
+	await binaryDataService();
+	const node: INode = {
+		id: 'polling-trigger-id',
+		name: 'Captioning Polling Trigger',
+		type: options.typeName,
+		typeVersion: 1,
+		position: [0, 0],
+		parameters: { pollTimes: { item: [{ mode: 'everyMinute' }] }, ...options.parameters } as INode['parameters'],
+		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
+	};
+	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: options.nodeType });
+	const workflowId = `polling-workflow-${++counter}`;
+	let savedStaticData: IDataObject = {};
+	const load = () =>
+		new Workflow({ id: workflowId, name: 'polling', nodes: [node], connections: {}, active: true, nodeTypes, settings: {}, staticData: JSON.parse(JSON.stringify(savedStaticData)) as IDataObject });
+	let workflow = load();
+	const save = () => (savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject);
+	const executions: INodeExecutionData[][] = [];
+
+	const run = async (mode: WorkflowExecuteMode, activation: WorkflowActivateMode) => {
+		const additionalData = additionalDataFor(options.credentials, `poll-${++counter}`);
+		const context = new PollContext(workflow, node, additionalData, mode, activation);
+		const result = await options.nodeType.poll!.call(context);
+		if (result === null || mode === 'manual') return result?.[0] ?? null;
+		save();
+		executions.push(result[0]);
+		return result[0];
+	};
+	const activate = async () => {
+		const result = await run('trigger', 'activate');
+		save();
+		return result;
+	};
+	return {
+		activate,
+		poll: async () => await run('trigger', 'activate'),
+		restart: async () => {
+			workflow = load();
+			return await activate();
+		},
+		manual: async () => await run('manual', 'manual'),
+		executions,
+		saved: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
+	};
+}

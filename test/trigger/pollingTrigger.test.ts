@@ -1,0 +1,238 @@
+// The Captioning Polling Trigger in n8n's engine (PollContext) against the sandbox: every job of the
+// workspace that finishes starts one execution, across polls, restarts and failures, and a poll
+// reads one page when nothing happened, whatever the size of the workspace.
+import type { IDataObject } from 'n8n-workflow';
+
+import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
+import { binaryDataService } from '../harness/n8n';
+import type { PolledTrigger } from '../harness/poll';
+import { pollTrigger } from '../harness/poll';
+import { orderDirectly } from '../helpers/captioning';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox, useSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+useSandbox((s) => (sb = s));
+
+async function trigger(parameters: IDataObject = {}, sandbox = sb): Promise<PolledTrigger> {
+	return await pollTrigger({
+		nodeType: new CaptioningPollingTrigger(),
+		typeName: 'captioningPollingTrigger',
+		parameters: { events: ['job.completed', 'job.cancelled'], attachCaptions: false, ...parameters },
+		credentials: { captioningApi: { apiKey: sandbox.keys.full, baseUrl: sandbox.baseUrl } },
+	});
+}
+
+const reads = (sandbox = sb) => sandbox.ledger.requests.filter((r) => r.method === 'GET');
+const reportedIds = (t: PolledTrigger) => t.executions.flat().map((i) => i.json.id as string);
+
+describe('what it reports', () => {
+	test('a job ordered outside n8n that completes: one execution, the job as read, verified', async () => {
+		const t = await trigger();
+		await t.activate();
+		const id = await orderDirectly(sb, { title: 'From the dashboard', metadata: { source: 'dashboard' } });
+		expect(await t.poll()).toBeNull();
+		sb.completeJob(id);
+		const items = await t.poll();
+		expect(items).toEqual([
+			{
+				json: expect.objectContaining({
+					id,
+					object: 'job',
+					status: 'completed',
+					title: 'From the dashboard',
+					metadata: { source: 'dashboard' },
+					captions: expect.objectContaining({ srt: expect.any(String) }),
+					event_id: null,
+					event_type: 'job.completed',
+					event_created_at: expect.any(String),
+					verified: true,
+				}),
+			},
+		]);
+		expect(await t.poll()).toBeNull();
+	});
+
+	test('a job created and finished between two polls, and a cancelled one, are reported', async () => {
+		const t = await trigger();
+		await t.activate();
+		const done = await orderDirectly(sb);
+		const cancelled = await orderDirectly(sb);
+		sb.completeJob(done);
+		sb.cancelJob(cancelled, 'unsupported_language');
+		const items = await t.poll();
+		expect(items!.map((i) => [i.json.id, i.json.event_type])).toEqual([
+			[done, 'job.completed'],
+			[cancelled, 'job.cancelled'],
+		]);
+		expect(items![1].json.cancellation).toMatchObject({ reason: 'unsupported_language' });
+	});
+
+	test('no flood of history on first activation; a job queued before activation that completes after is reported', async () => {
+		const old = await orderDirectly(sb);
+		sb.completeJob(old);
+		const queued = await orderDirectly(sb);
+		const t = await trigger();
+		expect(await t.activate()).toBeNull();
+		expect(await t.poll()).toBeNull();
+		sb.completeJob(queued);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([queued]);
+	});
+
+	test('Events and the metadata filter choose the jobs', async () => {
+		const t = await trigger({ events: ['job.cancelled'], filters: { metadataKey: 'source', metadataValue: 'n8n' } });
+		await t.activate();
+		const ours = await orderDirectly(sb, { metadata: { source: 'n8n' } });
+		const oursDone = await orderDirectly(sb, { metadata: { source: 'n8n' } });
+		const otherTeam = await orderDirectly(sb, { metadata: { source: 'marketing' } });
+		const noMetadata = await orderDirectly(sb);
+		sb.cancelJob(ours, 'deleted');
+		sb.completeJob(oursDone);
+		sb.cancelJob(otherTeam, 'deleted');
+		sb.cancelJob(noMetadata, 'deleted');
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([ours]);
+
+		const anyValue = await trigger({ filters: { metadataKey: 'source' } });
+		await anyValue.activate();
+		const a = await orderDirectly(sb, { metadata: { source: 'x' } });
+		const b = await orderDirectly(sb, { metadata: { other: 'y' } });
+		sb.completeJob(a);
+		sb.completeJob(b);
+		expect(reportedIds({ executions: [(await anyValue.poll())!] } as PolledTrigger)).toEqual([a]);
+	});
+
+	test('Attach Captions downloads the files; a download that fails is tried again at the next poll', async () => {
+		const t = await trigger({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const id = await orderDirectly(sb, { title: 'Episode 3' });
+		sb.completeJob(id);
+		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'Not there yet' });
+		await expect(t.poll()).rejects.toThrow(/Not there yet/);
+		const items = await t.poll();
+		expect(items![0].binary!.data_srt).toMatchObject({ fileName: 'Episode 3.srt' });
+		expect((await (await binaryDataService()).getAsBuffer(items![0].binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+		expect(await t.poll()).toBeNull();
+	});
+
+	test('Fetch Test Event returns the latest finished job (and changes nothing)', async () => {
+		const first = await orderDirectly(sb, { title: 'Older' });
+		const second = await orderDirectly(sb, { title: 'Newer' });
+		sb.completeJob(first);
+		sb.completeJob(second);
+		const t = await trigger();
+		const items = await t.manual();
+		expect(items).toHaveLength(1);
+		expect(items![0].json).toMatchObject({ title: 'Newer', event_type: 'job.completed', verified: true });
+		expect(t.saved()).toEqual({});
+	});
+});
+
+describe('exactly once', () => {
+	test('over many polls, with jobs finishing between and during polls', async () => {
+		const t = await trigger();
+		await t.activate();
+		const ids: string[] = [];
+		for (let round = 0; round < 12; round++) {
+			for (let n = 0; n < 3; n++) ids.push(await orderDirectly(sb, { title: `r${round}-${n}` }));
+			// Some finish before the poll, some while it reads (the sandbox answers slowly), some later.
+			const open = ids.filter((id) => sb.job(id).status === 'queued');
+			open.slice(0, 2).forEach((id) => sb.completeJob(id));
+			sb.setLatency(30);
+			const polling = t.poll();
+			await new Promise((r) => setTimeout(r, 15));
+			open.slice(2, 3).forEach((id) => sb.cancelJob(id, 'deleted'));
+			await polling;
+			sb.setLatency(0);
+		}
+		ids.filter((id) => sb.job(id).status === 'queued').forEach((id) => sb.completeJob(id));
+		await t.poll();
+		await t.poll();
+		const reported = reportedIds(t);
+		expect(reported).toHaveLength(ids.length);
+		expect(new Set(reported)).toEqual(new Set(ids));
+	});
+
+	test('n8n restarted between polls (static data as last saved) loses and repeats nothing', async () => {
+		const t = await trigger();
+		await t.activate();
+		const a = await orderDirectly(sb);
+		const b = await orderDirectly(sb);
+		sb.completeJob(a);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([a]); // saved now
+		const c = await orderDirectly(sb);
+		expect(await t.poll()).toBeNull(); // sees b and c open: not saved, as in n8n
+		sb.completeJob(b);
+		sb.completeJob(c);
+		const d = await orderDirectly(sb);
+		sb.completeJob(d);
+		// Down and up again: b, c and d finished meanwhile; a must not come again.
+		const afterRestart = await t.restart();
+		expect(afterRestart!.map((i) => i.json.id).sort()).toEqual([b, c, d].sort());
+		expect(await t.poll()).toBeNull();
+		await t.restart();
+		expect(await t.poll()).toBeNull();
+		expect(reportedIds(t).sort()).toEqual([a, b, c, d].sort());
+	});
+
+	test('failures of the service during a poll: nothing kept from it, nothing lost, nothing doubled', async () => {
+		const t = await trigger();
+		await t.activate();
+		const ids = [await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb)];
+		ids.forEach((id) => sb.completeJob(id));
+		sb.injectFault('GET /jobs', { status: 400, code: 'invalid_request', message: 'Injected failure' });
+		await expect(t.poll()).rejects.toThrow(/Injected failure/);
+		// Transient faults are retried within the poll.
+		sb.injectFault('GET /jobs', { status: 503, code: 'temporarily_unavailable', retryAfter: 0 });
+		sb.injectFault('GET /jobs', { kind: 'reset' });
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual(ids);
+		expect(await t.poll()).toBeNull();
+		expect(reportedIds(t)).toEqual(ids);
+	});
+});
+
+describe('what a poll costs', () => {
+	test('first activation on a workspace of 10,000 old jobs reads no history; a quiet poll reads one page', async () => {
+		const big = await createSandbox({ timing: null });
+		try {
+			big.seedHistory(10000);
+			const t = await trigger({}, big);
+			await t.activate();
+			// The newest job (a page of one), then the open jobs (none): no page of history.
+			expect(reads(big).map((r) => r.query)).toEqual([{ limit: '1' }, { status: 'queued', limit: '100' }, { status: 'processing', limit: '100' }]);
+			big.resetLedger();
+			expect(await t.poll()).toBeNull();
+			expect(reads(big)).toHaveLength(1);
+
+			// What happened decides the cost: 150 new jobs, 120 finished, read in two pages.
+			const ids: string[] = [];
+			for (let n = 0; n < 150; n++) ids.push(await orderDirectly(big));
+			ids.slice(0, 120).forEach((id) => big.completeJob(id));
+			big.resetLedger();
+			expect(await t.poll()).toHaveLength(120);
+			expect(reads(big)).toHaveLength(2);
+			big.resetLedger();
+			ids.slice(120).forEach((id) => big.completeJob(id));
+			expect(await t.poll()).toHaveLength(30);
+			expect(reads(big)).toHaveLength(1);
+		} finally {
+			await big.close();
+		}
+	}, 60000);
+
+	test('open jobs beyond the pages a poll reads are checked through the open lists, not one read each', async () => {
+		const t = await trigger();
+		const old = [await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb)];
+		await t.activate();
+		for (let n = 0; n < 250; n++) sb.completeJob(await orderDirectly(sb));
+		await t.poll();
+		sb.resetLedger();
+		sb.completeJob(old[0]);
+		const items = await t.poll();
+		expect(items!.map((i) => i.json.id)).toEqual([old[0]]);
+		// A page or two of the list (not reaching them), the queued and processing lists, then only
+		// the one that left them is read by itself.
+		expect(reads().filter((r) => r.route === 'GET /jobs/{id}').map((r) => r.path)).toEqual([`/jobs/${old[0]}`]);
+		expect(reads().filter((r) => r.route === 'GET /jobs' && !r.query.status).length).toBeLessThanOrEqual(2);
+		expect(reads().filter((r) => r.query.status).map((r) => r.query.status)).toEqual(['queued', 'processing']);
+	});
+});
