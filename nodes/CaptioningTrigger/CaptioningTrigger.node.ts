@@ -40,7 +40,7 @@ export class CaptioningTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow\'s, or the dashboard\'s) or for a job already reported is refused.',
+					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow\'s, or the dashboard\'s) or for a job already reported is refused. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.',
 				name: 'notice',
 				type: 'notice',
 				default: '',

@@ -116,6 +116,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		n8n = await createN8n(await installN8n(version));
 		mkdirSync(path.join(work, 'inbox'), { recursive: true });
 		mkdirSync(path.join(work, 'captions'), { recursive: true });
+		mkdirSync(path.join(work, 'polled'), { recursive: true });
 		writeFileSync(path.join(work, 'inbox', 'interview.mp4'), Buffer.alloc(3 * 1024 * 1024, 7));
 		await n8n.cli([
 			'import:credentials',
@@ -129,6 +130,10 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		]) {
 			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
 		}
+		// The polling example, writing with Append on: a job reported twice would double its file.
+		const polling = JSON.parse(readFileSync(example('poll-finished-jobs', 'wfPollFinished1', work, n8n.url), 'utf8')) as { nodes: Array<{ name: string; parameters: Record<string, unknown> }> };
+		polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
+		await n8n.cli(['import:workflow', `--input=${tempJson('poll.json', polling)}`]);
 		// Node version 1.1 (the batch engine) with the error output, version 1 (item by item) with the regular one.
 		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput', 1.1)}`]);
 		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorRegular', 'continueRegularOutput', 1)}`]);
@@ -268,5 +273,56 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}' && r.path.endsWith(job.id)).length).toBeGreaterThanOrEqual(1);
 			sb.setTiming({ queuedMs: 300, processingMs: 1500 });
 		}, 180000);
+	});
+
+	describe('the Captioning Polling Trigger, active', () => {
+		const polled = (title: string) => path.join(work, 'polled', `${title}.srt`);
+		const orderAndComplete = async (title: string) => {
+			const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: `https://media.example.com/${title}.mp4`, title }) });
+			const { id } = (await res.json()) as { id: string };
+			sb.completeJob(id);
+			return id;
+		};
+		const restart = async () => {
+			await n8n.stop();
+			await n8n.start();
+		};
+
+		let queuedBefore: string;
+
+		beforeAll(async () => {
+			sb.setTiming(null);
+			// Queued before the workflow is activated, completed after: it must be reported.
+			const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: 'https://media.example.com/before.mp4', title: 'Queued Before' }) });
+			queuedBefore = ((await res.json()) as { id: string }).id;
+			await n8n.stop();
+			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfPollFinished1']);
+			await n8n.start();
+			if (!version.startsWith('2.')) await activateOn1x('wfPollFinished1');
+		}, 5 * 60 * 1000);
+
+		test('jobs ordered straight at the service (not through n8n) have their SRT written; a restart between polls loses and repeats nothing', async () => {
+			sb.completeJob(queuedBefore);
+			await orderAndComplete('Dashboard One');
+			// The next scheduled poll (every minute) writes both.
+			await waitFor(async () => (existsSync(polled('Dashboard One')) && existsSync(polled('Queued Before')) ? true : undefined), 150000);
+
+			// Finished while n8n is down: reported by the poll that activation runs on start.
+			await orderAndComplete('While Down One');
+			await n8n.stop();
+			await orderAndComplete('While Down Two');
+			await n8n.start();
+			await waitFor(async () => (existsSync(polled('While Down One')) && existsSync(polled('While Down Two')) ? true : undefined), 150000);
+			await restart();
+			await new Promise((r) => setTimeout(r, 3000));
+
+			for (const title of ['Queued Before', 'Dashboard One', 'While Down One', 'While Down Two']) {
+				const srt = readFileSync(polled(title), 'utf8');
+				// Written once: a second report would have appended the captions again.
+				expect(srt.match(/^1\n00:00:00,000 --> /gm)).toHaveLength(1);
+			}
+			// Activation started from then: none of the earlier tests' finished jobs was reported.
+			expect(readdirSync(path.join(work, 'polled')).sort()).toEqual(['Dashboard One.srt', 'Queued Before.srt', 'While Down One.srt', 'While Down Two.srt']);
+		}, 8 * 60 * 1000);
 	});
 });
