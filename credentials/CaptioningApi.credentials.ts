@@ -24,7 +24,7 @@ export class CaptioningApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			required: true,
-			description: 'A workspace API key. Read-only keys can read jobs, captions and the account; ordering and uploading need a key with full access.',
+			description: 'An API key of your captioning workspace, from the dashboard\'s API keys page. Read-only keys can read jobs, captions and the account; ordering captions and uploading files need a key with full access.',
 		},
 		{
 			displayName: 'Base URL',
@@ -33,7 +33,7 @@ export class CaptioningApi implements ICredentialType {
 			default: '',
 			required: true,
 			placeholder: 'https://api.your-captioning-service.com/v1',
-			description: 'The service\'s base address, ending in the version segment /v1. To try the nodes without an account, run the sandbox (npm run sandbox) and paste the base URL it prints.',
+			description: 'The address of the captioning API as your account\'s documentation gives it, ending in /v1, e.g. https://api.example.com/v1. The API key is sent to this address only.',
 		},
 	];
 

@@ -20,8 +20,8 @@ async function main() {
 	const apiKey = real ? process.env.CAPTIONING_API_KEY! : sandbox!.keys.full;
 	say(real ? `Using the captioning service at ${baseUrl}` : `Started the captioning sandbox at ${baseUrl}`);
 	try {
-		say(`Preparing n8n ${N8N_VERSION} (the first run installs it into a cache folder: a few minutes)…`);
-		const install = await installN8n(N8N_VERSION);
+		say(`Preparing n8n ${N8N_VERSION} (the first run installs it from npm into ~/.cache/n8n-nodes-captioning: about 5 minutes; then seconds)…`);
+		const install = await installN8n(N8N_VERSION, say);
 		mkdirSync(path.join(out), { recursive: true });
 		const n8n = await createN8n(install, [out]);
 		say(`n8n ${N8N_VERSION} is ready in ${n8n.userFolder}, with n8n-nodes-captioning installed`);

