@@ -2,10 +2,11 @@
 // says so, instead of each request hammering on its own:
 // - at most `concurrency` requests are under way at once; a free place goes to the lowest item
 //   (an item's next request before a later item's first, so items finish in order);
-// - a 429 holds back every request of its lane (writes, reads) for its Retry-After, then the lane
-//   is paced at the rate the service let through, speeding up slowly until it is told again;
-// - a 503 halves how many requests may be under way, which grows back by one per success
-//   (the request itself waits its own 5 s, without keeping a place).
+// - a 429 holds back every request of its lane (writes, reads) for its Retry-After; then what the
+//   hold let the service refill goes at once, and the lane keeps a tenth above the rate the
+//   service let through, speeding up slowly until it is told again;
+// - a 503 halves how many requests may be under way, which grows back with each success (by one
+//   in n at n places); the refused request waits its own 5 s without keeping a place.
 import { pause } from './sleep';
 
 /** The service limits writes per workspace and reads per key; storage hosts are not limited. */
