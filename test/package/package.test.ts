@@ -115,8 +115,11 @@ describe('install and verification', () => {
 
 	test("eslint.config.mjs is n8n's default and n8n-node cloud-support says the package is eligible", async () => {
 		expect(readFileSync(path.join(root, 'eslint.config.mjs'), 'utf8')).toBe("import { config } from '@n8n/node-cli/eslint';\n\nexport default config;\n");
-		const { stdout } = await run('npx', ['n8n-node', 'cloud-support'], { cwd: root });
-		expect(stdout).toMatch(/Cloud support is ENABLED/);
-		expect(stdout).toMatch(/eligible for n8n Cloud verification/);
+		// CI may force colours (FORCE_COLOR): ask for none and strip what still comes.
+		const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
+		const { stdout } = await run('npx', ['n8n-node', 'cloud-support'], { cwd: root, env });
+		const text = stdout.replace(/\u001b\[[0-9;]*m/g, '');
+		expect(text).toMatch(/Cloud support is ENABLED/);
+		expect(text).toMatch(/eligible for n8n Cloud verification/);
 	});
 });
