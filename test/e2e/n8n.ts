@@ -81,7 +81,7 @@ export async function packPackage(): Promise<string> {
 	return packed;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
 	return await new Promise((resolve) => {
 		const server = createServer();
 		server.listen(0, '127.0.0.1', () => {
@@ -89,6 +89,18 @@ async function freePort(): Promise<number> {
 			server.close(() => resolve(port));
 		});
 	});
+}
+
+/** One n8n process of an instance (main, webhook or worker in queue mode). */
+export interface N8nProcess {
+	command: 'start' | 'webhook' | 'worker';
+	/** Its HTTP port (workers: none that is used). */
+	port: number;
+	url: string;
+	start(): Promise<void>;
+	/** SIGTERM (n8n shuts down gracefully), SIGKILL after 20 s. */
+	stop(): Promise<void>;
+	log(): string;
 }
 
 export interface N8n {
@@ -106,13 +118,18 @@ export interface N8n {
 	/** POSTs to a URL of this n8n (webhooks). */
 	post(pathname: string, body: unknown): Promise<{ status: number; text: string }>;
 	log(): string;
+	/** Another process on the same user folder and database: `n8n webhook` or `n8n worker` in queue mode. */
+	process(command: N8nProcess['command'], env?: NodeJS.ProcessEnv): Promise<N8nProcess>;
 }
 
 export const tls = new Agent({ connect: { ca: tlsPair().cert } });
 
-/** Prepares a fresh user folder with this package installed, ready to import and start. */
-/** `fileAccess`: folders Read/Write Files from Disk may use (besides the temp folder). */
-export async function createN8n(install: N8nInstall, fileAccess: string[] = []): Promise<N8n> {
+/**
+ * Prepares a fresh user folder with this package installed, ready to import and start.
+ * `fileAccess`: folders Read/Write Files from Disk may use (besides the temp folder); `extraEnv`:
+ * settings for every process and CLI run (a database, queue mode).
+ */
+export async function createN8n(install: N8nInstall, fileAccess: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<N8n> {
 	const userFolder = mkdtempSync(path.join(tmpdir(), `n8n-${install.version}-`));
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
 	mkdirSync(nodesDir, { recursive: true });
@@ -153,11 +170,59 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = []):
 		N8N_BLOCK_FILE_ACCESS_TO_N8N_FILES: 'false',
 		EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'all',
 		NODE_OPTIONS: '--max-old-space-size=2048',
+		...extraEnv,
 	};
 	const bin = path.join(install.dir, 'node_modules', 'n8n', 'bin', 'n8n');
-	let child: ChildProcess | undefined;
-	let output = '';
 	let cookie = '';
+
+	const spawnProcess = async (command: N8nProcess['command'], env: NodeJS.ProcessEnv = {}): Promise<N8nProcess> => {
+		const own = command === 'start' ? port : Number(env.N8N_PORT ?? (await freePort()));
+		const url = `https://127.0.0.1:${own}`;
+		let child: ChildProcess | undefined;
+		let output = '';
+		const ready = async () => {
+			if (command === 'worker') return /n8n worker is now ready/.test(output);
+			if (command === 'webhook') return /Webhook listener waiting for requests/.test(output);
+			// n8n 1.x answers /healthz before its REST routes exist: wait for those too.
+			const res = await request(`${url}/rest/settings`, { dispatcher: tls });
+			await res.body.text();
+			return res.statusCode === 200;
+		};
+		return {
+			command,
+			port: own,
+			url,
+			async start() {
+				// Each n8n process starts a task broker: every process needs a port of its own.
+				const processEnv = { ...n8nEnv, N8N_PORT: String(own), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...env };
+				output = '';
+				child = spawn(path.join(install.nodeBin, 'node'), [bin, command], { env: processEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+				child.stdout!.on('data', (d) => (output += String(d)));
+				child.stderr!.on('data', (d) => (output += String(d)));
+				const deadline = Date.now() + 180000;
+				for (;;) {
+					if (child.exitCode !== null) throw new Error(`n8n ${command} exited (${child.exitCode}):\n${output.slice(-4000)}`);
+					try {
+						if (await ready()) return;
+					} catch {
+						// not listening yet
+					}
+					if (Date.now() > deadline) throw new Error(`n8n ${command} did not become ready:\n${output.slice(-4000)}`);
+					await new Promise((r) => setTimeout(r, 500));
+				}
+			},
+			async stop() {
+				if (!child || child.exitCode !== null || child.signalCode !== null) return;
+				const exited = new Promise((r) => child!.once('exit', r));
+				child.kill('SIGTERM');
+				const timer = setTimeout(() => child!.kill('SIGKILL'), 20000);
+				await exited;
+				clearTimeout(timer);
+			},
+			log: () => output,
+		};
+	};
+	const main = await spawnProcess('start');
 
 	const instance: N8n = {
 		install,
@@ -174,34 +239,8 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = []):
 				throw new Error(`n8n ${args[0]} failed: ${e.message}\n${String(e.stdout ?? '').slice(-3000)}\n${String(e.stderr ?? '').slice(-2000)}`);
 			}
 		},
-		async start() {
-			const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
-			child = spawn(path.join(install.nodeBin, 'node'), [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-			child.stdout!.on('data', (d) => (output += String(d)));
-			child.stderr!.on('data', (d) => (output += String(d)));
-			const deadline = Date.now() + 120000;
-			for (;;) {
-				if (child.exitCode !== null) throw new Error(`n8n exited (${child.exitCode}):\n${output.slice(-4000)}`);
-				try {
-					// n8n 1.x answers /healthz before its REST routes exist: wait for those too.
-					const res = await request(`${instance.url}/rest/settings`, { dispatcher: tls });
-					await res.body.text();
-					if (res.statusCode === 200) return;
-				} catch {
-					// not listening yet
-				}
-				if (Date.now() > deadline) throw new Error(`n8n did not become ready:\n${output.slice(-4000)}`);
-				await new Promise((r) => setTimeout(r, 500));
-			}
-		},
-		async stop() {
-			if (!child || child.exitCode !== null) return;
-			const exited = new Promise((r) => child!.once('exit', r));
-			child.kill('SIGTERM');
-			const timer = setTimeout(() => child!.kill('SIGKILL'), 20000);
-			await exited;
-			clearTimeout(timer);
-		},
+		start: async () => await main.start(),
+		stop: async () => await main.stop(),
 		async rest<T>(method: string, pathname: string, body?: unknown) {
 			if (!cookie) {
 				const owner = { email: 'owner@example.com', firstName: 'Test', lastName: 'Owner', password: 'Passw0rd-for-e2e' };
@@ -248,7 +287,10 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = []):
 			const res = await request(`${instance.url}${pathname}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 			return { status: res.statusCode, text: await res.body.text() };
 		},
-		log: () => output,
+		log: () => main.log(),
+		async process(command, env) {
+			return await spawnProcess(command, env);
+		},
 	};
 	return instance;
 }
