@@ -55,15 +55,21 @@ async function readJob(ctx: IPollFunctions, id: string): Promise<Job | undefined
 	}
 }
 
-/** Where a poll starts: the newest job now, and the jobs open now (which may finish later). */
+/**
+ * Where a poll starts: the newest job now, and the jobs open now (which may finish later). The open
+ * lists are read before and after the newest job: a job queued before activation that finishes
+ * between the reads is in the first (read only after the cursor, it would be lost: at the cursor,
+ * finished, never open), one created between them is in the second.
+ */
 export async function firstState(ctx: IPollFunctions): Promise<PollState> {
+	const openBefore = await openJobs(ctx);
 	let newest: Job | undefined;
 	for await (const page of jobPages(ctx, {}, { pageSize: () => 1 })) {
 		newest = page[0];
 		break;
 	}
 	const open: Record<string, string> = {};
-	for (const job of await openJobs(ctx)) open[job.id] = job.created_at;
+	for (const job of [...openBefore, ...(await openJobs(ctx))]) open[job.id] = job.created_at;
 	return { started: true, cursor: newest ? { id: newest.id, createdAt: newest.created_at } : null, open, reported: [] };
 }
 

@@ -79,6 +79,20 @@ describe('what it reports', () => {
 		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([queued]);
 	});
 
+	test('a job queued before activation that finishes while activation reads the service is reported', async () => {
+		const queued = await orderDirectly(sb);
+		const t = await trigger();
+		// Each read waits a little, and the job finishes once activation has read the newest job.
+		sb.setLatency(100);
+		const activation = t.activate();
+		while (!sb.ledger.requests.some((r) => r.query.limit === '1')) await new Promise((r) => setTimeout(r, 5));
+		sb.completeJob(queued);
+		expect(await activation).toBeNull();
+		sb.setLatency(0);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([queued]);
+		expect(await t.poll()).toBeNull();
+	});
+
 	test('Events and the metadata filter choose the jobs', async () => {
 		const t = await trigger({ events: ['job.cancelled'], filters: { metadataKey: 'source', metadataValue: 'n8n' } });
 		await t.activate();
@@ -197,8 +211,9 @@ describe('what a poll costs', () => {
 			big.seedHistory(10000);
 			const t = await trigger({}, big);
 			await t.activate();
-			// The newest job (a page of one), then the open jobs (none): no page of history.
-			expect(reads(big).map((r) => r.query)).toEqual([{ limit: '1' }, { status: 'queued', limit: '100' }, { status: 'processing', limit: '100' }]);
+			// The open jobs (none), the newest job (a page of one), the open jobs again: no page of history.
+			const open = [{ status: 'queued', limit: '100' }, { status: 'processing', limit: '100' }];
+			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '1' }, ...open]);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
