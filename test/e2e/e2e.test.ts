@@ -316,10 +316,18 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		 * n8n answers before it has activated its workflows (2.x activates them in the background),
 		 * and the trigger counts from its activation: wait for that first poll's read of the job list.
 		 */
-		const started = async () => {
+		/**
+		 * First activation reads the open lists, the newest job and the open lists again (5 reads); a
+		 * restart polls (1 read). Wait for those answers, so the test's jobs finish after them.
+		 */
+		const activated = async (since: number, reads: number) => {
+			const answered = () => sb.ledger.requests.filter((r) => r.route === 'GET /jobs' && r.at >= since && r.status !== null).length;
+			await waitFor(async () => (answered() >= reads ? true : undefined), 90000);
+		};
+		const started = async (reads = 1) => {
 			const since = Date.now();
 			await n8n.start();
-			await waitFor(async () => (sb.ledger.requests.some((r) => r.route === 'GET /jobs' && r.at >= since) ? true : undefined), 90000);
+			await activated(since, reads);
 		};
 		const restart = async () => {
 			await n8n.stop();
@@ -336,12 +344,12 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			await n8n.stop();
 			if (version.startsWith('2.')) {
 				await n8n.cli(['publish:workflow', '--id=wfPollFinished1']);
-				await started();
+				await started(5);
 			} else {
 				await n8n.start();
 				const since = Date.now();
 				await activateOn1x('wfPollFinished1');
-				await waitFor(async () => (sb.ledger.requests.some((r) => r.route === 'GET /jobs' && r.at >= since) ? true : undefined), 90000);
+				await activated(since, 5);
 			}
 		}, 5 * 60 * 1000);
 
