@@ -3,7 +3,7 @@ module.exports = {
 	preset: 'ts-jest',
 	testEnvironment: 'node',
 	roots: ['<rootDir>/test'],
-	testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/e2e/'],
+	testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/e2e/', '<rootDir>/test/ui/'],
 	transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
 	// Node files are imported as *.node.js: without an extension tsx would find the codex *.node.json.
 	moduleNameMapper: { '^(\\.{1,2}/.*\\.node)\\.js$': '$1' },

@@ -1,0 +1,249 @@
+// The nodes as users see them (npm run test:ui): n8n 2.41.1's editor (the e2e install) in headless
+// Chromium from Debian, driven by playwright-core, against the sandbox. With UPDATE_SCREENSHOTS=1
+// (npm run screenshots) it also writes README's pictures to docs/images/.
+//
+// Selectors are n8n's own data-test-id attributes, read from n8n 2.41.1's editor (the ones n8n's
+// Playwright tests use): node-creator-plus-button, node-creator-search-bar, item-iterator-item,
+// node-creator-item-name, canvas-node (with data-node-name), canvas-node-input-handle (with
+// data-connection-type), canvas-handle-plus, node-issues, ndv, node-parameters,
+// parameter-input-<name>, parameter-issues, node-webhooks, editCredential-modal,
+// credential-save-button, credentials-config-container-test-success/-error.
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { INodeParameters, INodeProperties, INodeTypeDescription } from 'n8n-workflow';
+import { NodeHelpers } from 'n8n-workflow';
+import type { Browser, Page } from 'playwright-core';
+
+import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
+import { tlsPair } from '../helpers/https';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+import type { N8n } from '../e2e/n8n';
+import { createN8n, installN8n, tempJson } from '../e2e/n8n';
+import type { EditorPage } from './browser';
+import { ensureChromium, launch, openEditor } from './browser';
+
+const VERSION = '2.41.1';
+const CREDENTIAL_ID = 'captioningSandbox';
+const OWNER = { email: 'owner@example.com', password: 'Passw0rd-for-e2e' };
+const root = path.resolve(__dirname, '../..');
+const images = path.join(root, 'docs/images');
+const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
+const description = new Captioning().description as INodeTypeDescription;
+const credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
+
+/** Every resource → operation pair the node's description offers. */
+function operations(): Array<{ resource: string; operation: string; label: string }> {
+	const resources = description.properties.find((p) => p.name === 'resource')!.options as Array<{ name: string; value: string }>;
+	return resources.flatMap((r) => {
+		const op = description.properties.find((p) => p.name === 'operation' && p.displayOptions?.show?.resource?.includes(r.value))!;
+		return (op.options as Array<{ name: string; value: string }>).map((o) => ({ resource: r.value, operation: o.value, label: `${r.name}: ${o.name}` }));
+	});
+}
+
+/** What n8n's panel should show for these parameters (node version 1.1): fields and their defaults, collections. */
+function expectedPanel(parameters: INodeParameters) {
+	const node = { typeVersion: 1.1 };
+	const values = NodeHelpers.getNodeParameters(description.properties, parameters, true, false, node, description) ?? {};
+	const shown = description.properties.filter((p) => NodeHelpers.displayParameter(values, p, node, description));
+	const byName = new Map<string, INodeProperties>();
+	for (const p of shown) if (!byName.has(p.name)) byName.set(p.name, p);
+	const all = [...byName.values()];
+	return {
+		fields: all.filter((p) => !['notice', 'collection', 'fixedCollection'].includes(p.type)),
+		collections: all.filter((p) => ['collection', 'fixedCollection'].includes(p.type)).map((p) => p.displayName),
+	};
+}
+
+/** The text a field shows for its value, else its default (options: the option's name); undefined when not comparable. */
+function shownValue(p: INodeProperties, parameters: INodeParameters): string | undefined {
+	const value = parameters[p.name] ?? p.default;
+	if (p.type === 'options') return (p.options as Array<{ name: string; value: unknown }>).find((o) => o.value === value)?.name;
+	if ((p.type === 'string' || p.type === 'number') && !String(value).startsWith('=')) return String(value);
+	return undefined;
+}
+
+describe(`n8n ${VERSION}'s editor`, () => {
+	let sb: Sandbox;
+	let n8n: N8n;
+	let browser: Browser;
+	let editor: EditorPage;
+	let page: Page;
+	const ops = operations();
+
+	const node = (name: string) => page.locator(`[data-test-id="canvas-node"][data-node-name="${name}"]`);
+	const openWorkflow = async (id: string) => {
+		await page.goto(`${n8n.url}/workflow/${id}`);
+		await page.getByTestId('canvas-node').first().waitFor();
+	};
+	const openNode = async (name: string) => {
+		await node(name).dblclick();
+		await page.getByTestId('ndv').waitFor();
+		await page.getByTestId('node-parameters').waitFor();
+	};
+	const closeNode = async () => {
+		await page.keyboard.press('Escape');
+		await page.getByTestId('ndv').waitFor({ state: 'hidden' });
+	};
+	const picture = async (name: string, target?: Page | ReturnType<Page['locator']>) => {
+		if (!UPDATE) return;
+		mkdirSync(images, { recursive: true });
+		await (target ?? page).screenshot({ path: path.join(images, `${name}.png`) });
+	};
+	/** Names of the parameter inputs in the open panel (n8n: data-test-id="parameter-input-<name>"). */
+	const panelFields = async () =>
+		await page.$$eval('[data-test-id="node-parameters"] [data-test-id^="parameter-input-"]', (els) =>
+			[
+				...new Set(
+					els
+						// The Settings tab's inputs are there too, hidden.
+						.filter((e) => (e as unknown as { checkVisibility(): boolean }).checkVisibility())
+						.map((e) => e.getAttribute('data-test-id')!.slice('parameter-input-'.length)),
+				),
+			].filter((n) => !['field', 'value', 'key'].includes(n)),
+		);
+	const search = async (text: string) => {
+		await page.getByTestId('node-creator-search-bar').fill('');
+		await page.getByTestId('node-creator-search-bar').pressSequentially(text, { delay: 30 });
+		await page.waitForTimeout(500);
+		return await page.getByTestId('item-iterator-item').getByTestId('node-creator-item-name').allInnerTexts();
+	};
+
+	beforeAll(async () => {
+		await ensureChromium();
+		sb = await createSandbox({ webhook: { ca: tlsPair().cert } });
+		n8n = await createN8n(await installN8n(VERSION));
+		await n8n.cli([
+			'import:credentials',
+			`--input=${tempJson('credentials.json', [
+				{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+				// For the picture: Google Drive credentials as a user would have picked (never used).
+				{ id: 'googleDriveAccount', name: 'Google Drive account', type: 'googleDriveOAuth2Api', data: { clientId: 'picture', clientSecret: 'picture' } },
+			])}`,
+		]);
+		/** An example as imported, each node given the credentials a user would pick. */
+		const example = (file: string, id: string) => {
+			const wf = JSON.parse(readFileSync(path.join(root, 'examples', file), 'utf8')) as { nodes: Array<{ type: string; credentials?: unknown }> };
+			for (const n of wf.nodes) {
+				if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = credentials;
+				if (n.type.startsWith('n8n-nodes-base.googleDrive')) n.credentials = { googleDriveOAuth2Api: { id: 'googleDriveAccount', name: 'Google Drive account' } };
+			}
+			return tempJson(`${id}.json`, { ...wf, id });
+		};
+		await n8n.cli(['import:workflow', `--input=${example('google-drive-captions.json', 'uiDriveExample01')}`]);
+		await n8n.cli(['import:workflow', `--input=${example('store-captions.json', 'uiStoreCaptions1')}`]);
+		// One Captioning node per operation as n8n adds it (defaults), a Job → Create filled in, one with no Media URL.
+		const nodes = [
+			...ops.map((o, i) => ({ id: `op${i}`, name: o.label, type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [i * 220, 0], parameters: { resource: o.resource, operation: o.operation }, credentials })),
+			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
+			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
+			{ id: 'agent', name: 'AI Agent', type: '@n8n/n8n-nodes-langchain.agent', typeVersion: 3.1, position: [440, 300], parameters: {} },
+		];
+		await n8n.cli(['import:workflow', `--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections: {}, settings: {} })}`]);
+		await n8n.start();
+		await n8n.rest('GET', '/workflows'); // sets up the owner
+		browser = await launch();
+		editor = await openEditor(browser, n8n.url, OWNER);
+		page = editor.page;
+	}, 20 * 60 * 1000);
+
+	afterAll(async () => {
+		await editor?.close();
+		await browser?.close();
+		await n8n?.stop();
+		await sb?.close();
+	});
+
+	test('the nodes panel finds both nodes with their icon by "Caption"; the AI Agent is offered the node as a tool', async () => {
+		await page.goto(`${n8n.url}/workflow/new`);
+		await page.getByTestId('node-creator-plus-button').click();
+		expect(await search('Caption')).toEqual(expect.arrayContaining(['Captioning', 'Captioning Polling']));
+		const icons = await page.getByTestId('item-iterator-item').locator('img').evaluateAll((els) => els.map((e) => e.getAttribute("src") ?? ""));
+		expect(icons.filter((src) => src.includes('icons/n8n-nodes-captioning/')).length).toBeGreaterThanOrEqual(2);
+		await picture('nodes-panel', page.getByTestId('node-creator'));
+
+		await openWorkflow('uiEveryOperation');
+		await node('AI Agent').locator('[data-test-id="canvas-node-input-handle"][data-connection-type="ai_tool"] [data-test-id="canvas-handle-plus"]').click();
+		expect(await search('Caption')).toContain('Captioning Tool');
+		await page.keyboard.press('Escape');
+	});
+
+	test.each(ops.map((o) => [o.label, o]))('%s: the panel shows exactly its fields, with their defaults', async (_label, o) => {
+		await openWorkflow('uiEveryOperation');
+		await openNode(o.label);
+		const parameters = { resource: o.resource, operation: o.operation };
+		const expected = expectedPanel(parameters);
+		expect((await panelFields()).sort()).toEqual(expected.fields.map((p) => p.name).sort());
+		const text = await page.getByTestId('node-parameters').innerText();
+		for (const collection of expected.collections) expect(text).toContain(collection);
+		for (const field of expected.fields) {
+			const want = shownValue(field, parameters);
+			if (want === undefined) continue;
+			const input = page.getByTestId(`parameter-input-${field.name}`).locator('input, textarea').first();
+			expect({ field: field.name, shown: await input.inputValue() }).toEqual({ field: field.name, shown: want });
+		}
+		if (o.resource === 'job' && o.operation === 'create') await picture('job-create-panel', page.getByTestId('ndv'));
+		await closeNode();
+	});
+
+	test('a node filled in with valid values has no issues; an empty Media URL gets n8n\'s required-field warning', async () => {
+		await openWorkflow('uiEveryOperation');
+		await expect(node('Filled In').getByTestId('node-issues').count()).resolves.toBe(0);
+		await expect(node('No Media URL').getByTestId('node-issues').count()).resolves.toBe(1);
+		await openNode('No Media URL');
+		const issues = page.getByTestId('parameter-input-mediaUrl').locator('xpath=ancestor::*[@data-test-id="parameter-item"][1]').getByTestId('parameter-issues');
+		await issues.hover();
+		await expect(page.getByText('Parameter "Media URL" is required.').first().isVisible()).resolves.toBe(true);
+		await closeNode();
+	});
+
+	test("the trigger's panel shows its notice and the Production URL to paste into Job → Create", async () => {
+		await openWorkflow('uiStoreCaptions1');
+		await openNode('Captions Ready');
+		await expect(page.getByTestId('node-parameters').innerText()).resolves.toContain('set Options → Webhook URL to this trigger\'s Production URL');
+		// "Webhook URLs" (no test id in 2.41.1) opens the URLs; "Production URL" shows the one to paste.
+		const ndv = page.getByTestId('ndv');
+		await ndv.getByText('Webhook URLs', { exact: true }).click();
+		await ndv.getByText('Production URL', { exact: true }).click();
+		await expect(ndv.getByText(`${n8n.url}/webhook/3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a/captioning`).first().waitFor({ timeout: 10000 })).resolves.toBeUndefined();
+		await picture('trigger-panel', page.getByTestId('ndv'));
+		await closeNode();
+	});
+
+	test('the credential dialog: the sandbox key works; a wrong key and a revoked key get our messages', async () => {
+		const tryKey = async (apiKey: string) => {
+			await page.goto(`${n8n.url}/home/credentials/${CREDENTIAL_ID}`);
+			const modal = page.getByTestId('editCredential-modal');
+			await modal.waitFor();
+			await modal.getByTestId('parameter-input-apiKey').locator('input').first().fill(apiKey);
+			// Saving runs n8n's credential test (our test request): read the banner it leaves.
+			// (Opening the dialog tests the saved key too: wait for the test of this key.)
+			const tested = page.waitForResponse((r) => r.url().includes('/rest/credentials/test') && (r.request().postData() ?? '').includes(apiKey));
+			await modal.getByTestId('credential-save-button').click();
+			const verdict = (await (await tested).json()) as { data: { status: string; message: string } };
+			if (verdict.data.status === 'OK') {
+				await modal.getByText('Connection tested successfully').waitFor({ timeout: 15000 });
+				return { modal, text: 'Connection tested successfully' };
+			}
+			// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
+			await modal.getByText('Couldn’t connect with these settings').or(modal.getByText("Couldn't connect with these settings")).first().waitFor({ timeout: 15000 });
+			await modal.getByText('More details').click();
+			await page.getByText(verdict.data.message).first().waitFor({ timeout: 10000 });
+			return { modal, text: verdict.data.message };
+		};
+		expect((await tryKey('sk_wrong_key')).text).toMatch(/The API key is wrong \(401\)/);
+		expect((await tryKey(sb.keys.revoked)).text).toMatch(/revoked/);
+		const ok = await tryKey(sb.keys.full);
+		expect(ok.text).toMatch(/Connection tested successfully/i);
+		await picture('credential-dialog', ok.modal);
+	});
+
+	test('the Drive example on the canvas; no page or console error came from our nodes', async () => {
+		await openWorkflow('uiDriveExample01');
+		await page.getByTestId('zoom-to-fit').click();
+		await page.waitForTimeout(500);
+		await picture('drive-example', page.getByTestId('canvas-wrapper'));
+		for (const name of ['Order Captions and Wait', 'Get Captions']) await expect(node(name).getByTestId('node-issues').count()).resolves.toBe(0);
+		expect(editor.problems.filter((p) => /captioning/i.test(p))).toEqual([]);
+	});
+});
