@@ -41,48 +41,35 @@ function example(name: string, id: string, work: string, webhookUrl: string, cre
 	return tempJson(`${name}.json`, { ...wf, id });
 }
 
-/** A workflow node at position x of a row. */
-function wfNode(id: string, x: number, name: string, type: string, typeVersion: number, parameters: object, extra: object = {}) {
-	return { id: `${id}-${x}`, name, type, typeVersion, parameters, position: [x, 0], ...extra };
+const credentials = { captioningApi: { id: 'captioningSandbox', name: 'captioningSandbox' } };
+
+type Step = [name: string, type: string, typeVersion: number, parameters: object, extra?: object];
+
+/** A workflow whose nodes run one after the other, left to right. */
+function chain(id: string, name: string, steps: Step[]): string {
+	const nodes = steps.map(([stepName, type, typeVersion, parameters, extra], i) => ({ id: `${id}-${i}`, name: stepName, type, typeVersion, parameters, position: [i * 200, 0], ...extra }));
+	const connections = Object.fromEntries(nodes.slice(0, -1).map((n, i) => [n.name, { main: [[{ node: nodes[i + 1].name, type: 'main', index: 0 }]] }]));
+	return tempJson(`${id}.json`, { id, name, nodes, connections });
 }
 
 /** Webhook → Read Files from Disk (a glob) → Job → Create (v1.1, upload, Poll) → Get Captions → Write. */
 function batchWorkflow(id: string, glob: string, out: string): string {
-	const credentials = { captioningApi: { id: 'captioningSandbox', name: 'captioningSandbox' } };
-	return tempJson(`${id}.json`, {
-		id,
-		name: 'Queue: caption a folder',
-		nodes: [
-			wfNode(id, 0, 'Files Arrived', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'caption-folder', responseMode: 'onReceived', options: {} }, { webhookId: '7d1e2f30-4a5b-4c6d-8e9f-0a1b2c3d4e5f' }),
-			wfNode(id, 200, 'Read Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: glob, options: {} }),
-			wfNode(id, 400, 'Order and Wait', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data', title: '={{ $binary.data.fileName }}', waitForCompletion: 'poll', pollInterval: 2, timeout: 10 }, { credentials }),
-			wfNode(id, 600, 'Get Captions', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, { credentials }),
-			wfNode(id, 800, 'Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${out}/{{ $binary.data.fileName }}`, dataPropertyName: 'data', options: {} }),
-		],
-		connections: {
-			'Files Arrived': { main: [[{ node: 'Read Files', type: 'main', index: 0 }]] },
-			'Read Files': { main: [[{ node: 'Order and Wait', type: 'main', index: 0 }]] },
-			'Order and Wait': { main: [[{ node: 'Get Captions', type: 'main', index: 0 }]] },
-			'Get Captions': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] },
-		},
-	});
+	return chain(id, 'Queue: caption a folder', [
+		['Files Arrived', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'caption-folder', responseMode: 'onReceived', options: {} }, { webhookId: '7d1e2f30-4a5b-4c6d-8e9f-0a1b2c3d4e5f' }],
+		['Read Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: glob, options: {} }],
+		['Order and Wait', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data', title: '={{ $binary.data.fileName }}', waitForCompletion: 'poll', pollInterval: 2, timeout: 10 }, { credentials }],
+		['Get Captions', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, { credentials }],
+		['Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${out}/{{ $binary.data.fileName }}`, dataPropertyName: 'data', options: {} }],
+	]);
 }
 
 /** Webhook → Read Files from Disk → Upload → Create: the file is over the database mode's limit. */
 function bigFileWorkflow(id: string, file: string): string {
-	return tempJson(`${id}.json`, {
-		id,
-		name: 'Queue: a file over the limit',
-		nodes: [
-			wfNode(id, 0, 'Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'too-big', responseMode: 'onReceived', options: {} }, { webhookId: '0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f' }),
-			wfNode(id, 200, 'Read File', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: file, options: {} }),
-			wfNode(id, 400, 'Upload', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { credentials: { captioningApi: { id: 'captioningSandbox', name: 'captioningSandbox' } } }),
-		],
-		connections: {
-			Start: { main: [[{ node: 'Read File', type: 'main', index: 0 }]] },
-			'Read File': { main: [[{ node: 'Upload', type: 'main', index: 0 }]] },
-		},
-	});
+	return chain(id, 'Queue: a file over the limit', [
+		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'too-big', responseMode: 'onReceived', options: {} }, { webhookId: '0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f' }],
+		['Read File', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: file, options: {} }],
+		['Upload', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { credentials }],
+	]);
 }
 
 describe(`n8n ${VERSION} in queue mode`, () => {
