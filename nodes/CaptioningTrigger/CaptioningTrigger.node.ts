@@ -12,7 +12,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 import { attachCaptionsFields, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
 import type { Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
-import { eventProblem, readBackEvent, respond } from '../Captioning/helpers/events';
+import { eventProblem, readBackEvent, readEventJob, respond, verificationProblem } from '../Captioning/helpers/events';
 import { claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches } from './events';
 
 export class CaptioningTrigger implements INodeType {
@@ -51,7 +51,7 @@ export class CaptioningTrigger implements INodeType {
 				name: 'verify',
 				type: 'boolean',
 				default: true,
-				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger\'s URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data.',
+				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger\'s URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data (marked verified: false). Attach Captions reads the job from the API either way and downloads only the links the service lists, never links from a posted body.',
 			},
 			{
 				displayName: 'Secret Token',
@@ -105,6 +105,18 @@ export class CaptioningTrigger implements INodeType {
 
 		let job: Job = event.data;
 		const verify = this.getNodeParameter('verify', true) as boolean;
+		const attach = event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean);
+		if (!verify && attach) {
+			// Caption links come from the service, never from a posted body: a forged event must not
+			// make n8n fetch addresses of the forger's choosing (or send the key to them).
+			const read = await readEventJob(this, event);
+			const mismatch = 'job' in read ? verificationProblem(event, read.job) : undefined;
+			if ('error' in read || mismatch) {
+				releaseEvent(this, event);
+				return 'error' in read ? respond(this, read.status, { error: read.error }) : respond(this, 409, { error: `Event refused: ${mismatch}.` });
+			}
+			job = read.job;
+		}
 		if (verify) {
 			const read = await readBackEvent(this, event);
 			if ('error' in read) {

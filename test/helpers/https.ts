@@ -1,7 +1,9 @@
-// An HTTPS server on loopback with a self-signed certificate, to receive the sandbox's webhook events.
+// Servers on loopback that record what they receive: HTTPS with a self-signed certificate (the
+// sandbox's webhook events) and plain HTTP (hosts n8n must or must not reach).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,13 +46,26 @@ export interface HttpsReceiver {
 	close(): Promise<void>;
 }
 
+type Respond = (req: Received, res: ServerResponse) => void;
+
 /** Starts an HTTPS server; `respond` decides each answer (default 200 "ok"). */
-export async function httpsReceiver(
-	respond: (req: Received, res: ServerResponse) => void = (_req, res) => res.end('ok'),
-): Promise<HttpsReceiver> {
+export async function httpsReceiver(respond?: Respond): Promise<HttpsReceiver> {
 	const { key, cert } = tlsPair();
+	return await receiver('https', (listener) => createServer({ key, cert }, listener), respond);
+}
+
+/** The same over plain HTTP (what n8n's request helpers reach without a custom CA). */
+export async function httpReceiver(respond?: Respond): Promise<HttpsReceiver> {
+	return await receiver('http', (listener) => createHttpServer(listener), respond);
+}
+
+async function receiver(
+	scheme: 'http' | 'https',
+	create: (listener: (req: IncomingMessage, res: ServerResponse) => void) => Server,
+	respond: Respond = (_req, res) => res.end('ok'),
+): Promise<HttpsReceiver> {
 	const received: Received[] = [];
-	const server = createServer({ key, cert }, (req, res) => {
+	const server = create((req, res) => {
 		const chunks: Buffer[] = [];
 		req.on('data', (c: Buffer) => chunks.push(c));
 		req.on('end', () => {
@@ -62,7 +77,7 @@ export async function httpsReceiver(
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	const { port } = server.address() as AddressInfo;
 	return {
-		url: `https://127.0.0.1:${port}`,
+		url: `${scheme}://127.0.0.1:${port}`,
 		received,
 		close: async () => {
 			server.closeAllConnections();

@@ -7,7 +7,7 @@ import type { IDataObject } from 'n8n-workflow';
 import type { NodeApiError } from 'n8n-workflow';
 
 import { node, runWorkflow } from '../harness/n8n';
-import { httpsReceiver } from '../helpers/https';
+import { httpReceiver, httpsReceiver } from '../helpers/https';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
@@ -248,6 +248,32 @@ describe('files', () => {
 			expect(elsewhere.received).toHaveLength(0);
 		} finally {
 			await elsewhere.close();
+		}
+	});
+
+	test('the key goes only to URLs under the Base URL: not elsewhere on its host; other schemes are refused', async () => {
+		const host = await httpReceiver();
+		try {
+			const baseUrl = `${host.url}/v1`;
+			await runProbe({ op: 'download', url: `${host.url}/v1/jobs/j1/captions.srt` }, sb.keys.full, baseUrl);
+			const outside = [`${host.url}/rest/settings`, `${host.url}/v1/../admin`, `${host.url}/v1/%2e%2e/admin`, `${host.url}/v10/jobs`, `${host.url}/v1`, `${host.url.replace('127.0.0.1', 'localhost')}/v1/jobs/j1/captions.srt`];
+			for (const url of outside) expect((await runProbe({ op: 'download', url }, sb.keys.full, baseUrl)).error).toBeUndefined();
+			expect(host.received.map((r) => [r.url, r.headers.authorization ?? null])).toEqual([
+				['/v1/jobs/j1/captions.srt', `Bearer ${sb.keys.full}`],
+				['/rest/settings', null],
+				['/admin', null],
+				['/admin', null],
+				['/v10/jobs', null],
+				['/v1', null],
+				['/v1/jobs/j1/captions.srt', null],
+			]);
+			for (const url of ['file:///etc/passwd', 'ftp://127.0.0.1/x', 'not a url']) {
+				const { error } = await runProbe({ op: 'download', url }, sb.keys.full, baseUrl);
+				expect(error!.message).toBe('A captions link of the job is not an http(s) URL, so it was not fetched');
+			}
+			expect(host.received).toHaveLength(7);
+		} finally {
+			await host.close();
 		}
 	});
 

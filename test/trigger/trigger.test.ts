@@ -9,7 +9,7 @@ import { binaryDataService } from '../harness/n8n';
 import type { ServedTrigger } from '../harness/webhook';
 import { serveTrigger } from '../harness/webhook';
 import { orderDirectly } from '../helpers/captioning';
-import { tlsPair } from '../helpers/https';
+import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 
@@ -307,6 +307,64 @@ test('captions of a completed job are attached as binary files', async () => {
 	sb.cancelJob(cancelled, 'unusable_media');
 	await sb.settleDeliveries();
 	expect(t.executions[1][0].binary).toBeUndefined();
+});
+
+describe('Verify Events off: caption links come from the service, never from a posted body', () => {
+	/** Links a forger would plant: another host, n8n itself, a local file, the service's host outside the Base URL. */
+	const forgedLinks = (elsewhere: string, n8n: string) => ({
+		srt: `${elsewhere}/internal/secrets.srt`,
+		vtt: `${n8n}/rest/settings`,
+		txt: 'file:///etc/passwd',
+		json: `${new URL(sb.baseUrl).origin}/admin/keys.json`,
+	});
+
+	test('a made-up job with planted links: refused (403), nothing fetched, nothing started', async () => {
+		const elsewhere = await httpReceiver();
+		try {
+			const t = await start({ verify: false, attachCaptions: true, formats: ['srt', 'vtt', 'txt', 'json'], binaryPropertyName: 'data' });
+			const forged = { id: 'evt_forged', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'made-up', object: 'job', status: 'completed', captions: forgedLinks(elsewhere.url, new URL(t.url).origin) } };
+			expect(await post(t.url, forged)).toEqual({ status: 403, body: { error: 'Event refused: its job is not in this workspace.' } });
+			expect(t.executions).toHaveLength(0);
+			expect(elsewhere.received).toHaveLength(0);
+			expect(sb.ledger.requests.map((r) => r.route)).toEqual(['GET /jobs/{id}']);
+		} finally {
+			await elsewhere.close();
+		}
+	});
+
+	test("a real job's event with planted links: the captions are the job's own, downloaded from the links the API lists", async () => {
+		const elsewhere = await httpReceiver();
+		try {
+			const t = await start({ verify: false, attachCaptions: true, formats: ['srt', 'vtt', 'txt', 'json'], binaryPropertyName: 'data' });
+			const id = await order(undeliverable(t), { title: 'Real' });
+			const job = sb.completeJob(id);
+			const forged = { id: 'evt_planted', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, captions: forgedLinks(elsewhere.url, new URL(t.url).origin) } };
+			expect((await post(t.url, forged)).status).toBe(200);
+			expect(t.executions).toHaveLength(1);
+			const [item] = t.executions[0];
+			expect(item.json).toMatchObject({ id, captions: job.captions, verified: false });
+			expect((await (await binaryDataService()).getAsBuffer(item.binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+			expect(elsewhere.received).toHaveLength(0);
+			expect(sb.ledger.captionDownloads.map((d) => [d.jobId, d.format, d.origin])).toEqual(
+				expect.arrayContaining([[id, 'srt', 'api'], [id, 'vtt', 'api'], [id, 'txt', 'api'], [id, 'json', 'api']]),
+			);
+			// Nothing outside the API's own routes (the planted /admin/keys.json would have none).
+			expect(sb.ledger.requests.map((r) => r.route ?? r.path)).toEqual(['POST /jobs', 'GET /jobs/{id}', ...Array(4).fill('GET /jobs/{id}/captions')]);
+		} finally {
+			await elsewhere.close();
+		}
+	});
+
+	test('an event whose status the job does not have is refused (409) before any download', async () => {
+		const t = await start({ verify: false, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		const id = await order(undeliverable(t));
+		const forged = { id: 'evt_early', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...sb.job(id), status: 'completed' } };
+		expect(await post(t.url, forged)).toEqual({ status: 409, body: { error: "Event refused: the event says job.completed but the job's status is queued." } });
+		expect(sb.ledger.captionDownloads).toHaveLength(0);
+		sb.completeJob(id);
+		expect((await post(t.url, forged)).status).toBe(200);
+		expect(t.executions).toHaveLength(1);
+	});
 });
 
 test('the webhook lifecycle methods exist and call nothing at the service', async () => {

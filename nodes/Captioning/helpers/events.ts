@@ -72,6 +72,21 @@ export function respond(ctx: IWebhookFunctions, status: number, body: IDataObjec
 }
 
 /**
+ * The event's job as the API returns it: a job outside this workspace is refused (403), a failure
+ * to read it is a 500, so the service may retry.
+ */
+export async function readEventJob(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<{ job: Job } | { status: number; error: string }> {
+	try {
+		return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body };
+	} catch (error) {
+		if (error instanceof NodeApiError && error.httpCode === '404') {
+			return { status: 403, error: 'Event refused: its job is not in this workspace.' };
+		}
+		return { status: 500, error: `The job could not be read: ${(error as Error).message}` };
+	}
+}
+
+/**
  * Reads the event's job back with the node's credentials. The service does not sign events, so
  * this is what makes one trustworthy: the job must be in this workspace (else 403), have the
  * status the event claims (else 409), and have been ordered with the URL this request came to
@@ -82,15 +97,9 @@ export async function readBackEvent(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
 ): Promise<{ job: Job } | { status: number; error: string }> {
-	let job: Job;
-	try {
-		job = (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body;
-	} catch (error) {
-		if (error instanceof NodeApiError && error.httpCode === '404') {
-			return { status: 403, error: 'Event refused: its job is not in this workspace.' };
-		}
-		return { status: 500, error: `The job could not be read: ${(error as Error).message}` };
-	}
+	const read = await readEventJob(ctx, event);
+	if ('error' in read) return read;
+	const { job } = read;
 	const mismatch = verificationProblem(event, job);
 	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
 	const elsewhere = destinationProblem(job, ctx.getRequestObject().originalUrl);

@@ -1,9 +1,10 @@
 // Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../helpers/types';
 import type { ApiContext, RetryPolicy } from './index';
-import { apiRequest, CREDENTIAL_NAME, sameOrigin, sendWithRetries } from './index';
+import { apiRequest, CREDENTIAL_NAME, sendWithRetries, underBaseUrl } from './index';
 
 export interface PutOptions {
 	uploadUrl: string;
@@ -46,8 +47,9 @@ export interface Download {
 }
 
 /**
- * Downloads a captions link. The API key goes only to the base URL's origin (and then no redirect
- * is followed); a link on another host is fetched without it.
+ * Downloads a captions link, as listed by the service on the job read through the API (never a
+ * link from a posted event). The API key goes only to URLs under the Base URL (and then no
+ * redirect is followed); any other http(s) link is fetched without it; other schemes are refused.
  */
 export async function downloadFile(
 	ctx: ApiContext,
@@ -56,7 +58,19 @@ export async function downloadFile(
 	itemIndex?: number,
 	retry?: Partial<RetryPolicy>,
 ): Promise<Download> {
-	const withKey = sameOrigin(url, baseUrl);
+	let protocol = '';
+	try {
+		protocol = new URL(url).protocol;
+	} catch {
+		protocol = '';
+	}
+	if (protocol !== 'https:' && protocol !== 'http:') {
+		throw new NodeOperationError(ctx.getNode(), 'A captions link of the job is not an http(s) URL, so it was not fetched', {
+			itemIndex,
+			description: 'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
+		});
+	}
+	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',
 		url,

@@ -146,9 +146,17 @@ export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string
 	return baseUrl;
 }
 
-export function sameOrigin(url: string, baseUrl: string): boolean {
+/**
+ * Whether a URL lies under the Base URL: the same origin and, after the URL parser has resolved
+ * dot segments (also percent-encoded ones), a path inside the Base URL's path. Only such URLs get
+ * the API key: elsewhere on the same host (another API, the host's admin pages) it is not sent.
+ */
+export function underBaseUrl(url: string, baseUrl: string): boolean {
 	try {
-		return new URL(url).origin === new URL(baseUrl).origin;
+		const target = new URL(url);
+		const base = new URL(baseUrl);
+		const prefix = base.pathname.replace(/\/+$/, '');
+		return target.origin === base.origin && target.username === '' && target.password === '' && target.pathname.startsWith(`${prefix}/`);
 	} catch {
 		return false;
 	}
