@@ -247,6 +247,11 @@ async function createSandbox(options = {}) {
 		const i = faults.findIndex((f) => f.match === route && f.times > 0);
 		if (i >= 0) {
 			const f = faults[i];
+			// `after`: that many requests of the route pass before the fault strikes.
+			if (f.after > 0) {
+				f.after -= 1;
+				return null;
+			}
 			f.times -= 1;
 			if (f.times === 0) faults.splice(i, 1);
 			return f;

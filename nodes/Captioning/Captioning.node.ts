@@ -11,7 +11,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
-import { resume } from './actions/job/create.operation';
+import { resume } from './helpers/webhookWait';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
 
@@ -23,8 +23,10 @@ export class Captioning implements INodeType {
 		group: ['transform'],
 		// 1.1: a batch is checked whole before the first request, and runs its items together
 		// (Batching → Concurrency); version 1 keeps working item by item.
-		version: [1, 1.1],
-		defaultVersion: 1.1,
+		// 1.2: Job → Create's Automatic idempotency places the same order once over the workflow's
+		// whole life (a re-run replays too); 1 and 1.1 still order again on a new run.
+		version: [1, 1.1, 1.2],
+		defaultVersion: 1.2,
 		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
 		description: 'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
 		defaults: { name: 'Captioning' },

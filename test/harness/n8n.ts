@@ -17,6 +17,7 @@ import type {
 	ICredentialDataDecryptedObject,
 	ICredentialType,
 	IDataObject,
+	IExecuteContextData,
 	IExecuteData,
 	IHttpRequestOptions,
 	INode,
@@ -34,6 +35,7 @@ import { ICredentialsHelper, Workflow } from 'n8n-workflow';
 import type { Readable } from 'node:stream';
 
 import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
+import { useProcessedDataStore } from './processed';
 
 // n8n-core's own copy of the DI container (other dev tools bring another version of @n8n/di).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -176,6 +178,10 @@ export interface RunOptions {
 	input?: INodeExecutionData[];
 	mode?: WorkflowExecuteMode;
 	executionId?: string;
+	/** The workflow's id (what n8n's deduplication store and static data are kept under). */
+	workflowId?: string;
+	/** The node contexts to start with, as n8n's Retry copies them from the failed execution. */
+	contextData?: IExecuteContextData;
 	/** n8n's base for resume URLs ($execution.resumeUrl); http by default, as n8n without TLS. */
 	webhookWaitingBaseUrl?: string;
 	/** Resolves with the AbortController n8n uses to cancel the run. */
@@ -188,6 +194,8 @@ export interface RunResult {
 	output(nodeName: string, outputIndex?: number): INodeExecutionData[];
 	/** The error a node ended with, if any. */
 	error(nodeName: string): Error | undefined;
+	/** The node contexts at the end (what n8n saves with the execution, and a Retry copies). */
+	contextData(): IExecuteContextData;
 }
 
 let executionCounter = 0;
@@ -229,10 +237,12 @@ export function additionalDataFor(
 /** Runs a workflow through n8n's WorkflowExecute and resolves when n8n reports it finished. */
 export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	await binaryDataService();
+	await useProcessedDataStore();
 	const executionId = options.executionId ?? `harness-${++executionCounter}`;
+	const workflowId = options.workflowId ?? 'harness';
 	const nodeTypes = new HarnessNodeTypes(options.nodeTypes);
 	const workflow = new Workflow({
-		id: 'harness',
+		id: workflowId,
 		name: 'harness',
 		nodes: options.nodes,
 		connections: options.connections ?? {},
@@ -241,7 +251,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		settings: {},
 	});
 	const hooks = new ExecutionLifecycleHooks(options.mode ?? 'manual', executionId, {
-		id: 'harness',
+		id: workflowId,
 		name: 'harness',
 		active: false,
 		isArchived: false,
@@ -265,7 +275,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		startData: {},
 		resultData: { runData: {} },
 		executionData: {
-			contextData: {},
+			contextData: structuredClone(options.contextData ?? {}),
 			metadata: {},
 			nodeExecutionStack: [
 				{ node: start, data: { main: [options.input ?? [{ json: {} }]] }, source: null } as IExecuteData,
@@ -288,6 +298,9 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		},
 		error(nodeName) {
 			return run.data.resultData.runData[nodeName]?.[0]?.error as Error | undefined;
+		},
+		contextData() {
+			return structuredClone(run.data.executionData?.contextData ?? {});
 		},
 	};
 }

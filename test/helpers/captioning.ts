@@ -1,5 +1,5 @@
 // Runs the real Captioning node in n8n's execution engine against a sandbox.
-import type { IDataObject, INode, INodeExecutionData } from 'n8n-workflow';
+import type { IDataObject, IExecuteContextData, INode, INodeExecutionData, WorkflowExecuteMode } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import type { RunResult } from '../harness/n8n';
@@ -7,6 +7,8 @@ import { node, runWorkflow } from '../harness/n8n';
 import type { Sandbox } from './sandbox';
 
 export const NODE = 'Captioning';
+
+let workflows = 0;
 
 export interface NodeRun extends RunResult {
 	items: INodeExecutionData[];
@@ -17,11 +19,24 @@ export interface NodeRun extends RunResult {
 export async function runCaptioning(
 	sb: Sandbox,
 	parameters: IDataObject,
-	options: { input?: INodeExecutionData[]; key?: string; settings?: Partial<INode>; onStart?: (cancel: () => void) => void; webhookWaitingBaseUrl?: string } = {},
+	options: {
+		input?: INodeExecutionData[];
+		key?: string;
+		settings?: Partial<INode>;
+		onStart?: (cancel: () => void) => void;
+		webhookWaitingBaseUrl?: string;
+		/** Runs of one workflow share it (its orders, n8n's deduplication store); each run is its own workflow by default. */
+		workflowId?: string;
+		mode?: WorkflowExecuteMode;
+		contextData?: IExecuteContextData;
+	} = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
 		// The newest version, as n8n adds a new node; a test of version 1 passes { typeVersion: 1 }.
-		nodes: [node(NODE, 'captioning', parameters, { typeVersion: 1.1, ...options.settings })],
+		nodes: [node(NODE, 'captioning', parameters, { typeVersion: 1.2, ...options.settings })],
+		workflowId: options.workflowId ?? `workflow-${++workflows}`,
+		mode: options.mode,
+		contextData: options.contextData,
 		nodeTypes: { captioning: new Captioning() },
 		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl } },
 		input: options.input,

@@ -45,7 +45,7 @@ export interface Sandbox {
 	};
 	injectFault(
 		route: string,
-		fault: { kind?: string; status?: number; code?: string; message?: string; param?: string; retryAfter?: number; times?: number; location?: string },
+		fault: { kind?: string; status?: number; code?: string; message?: string; param?: string; retryAfter?: number; times?: number; after?: number; location?: string },
 	): void;
 	setRandomFaults(config: { rate: number; kinds: Array<{ kind: string; status?: number; retryAfter?: number }>; match?: string } | null, seed?: number): void;
 	clearFaults(): void;

@@ -154,12 +154,28 @@ describe('idempotency', () => {
 		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
-	test('automatic keys differ between items, executions and orders', async () => {
-		await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }] });
-		await runCaptioning(sb, create({}));
+	test('version 1.1: automatic keys differ between equal items of a run and between runs', async () => {
+		const settings = { typeVersion: 1.1 };
+		await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }], settings, workflowId: 'keys-1.1' });
+		await runCaptioning(sb, create({}), { settings, workflowId: 'keys-1.1' });
 		const keys = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.idempotencyKey);
 		expect(new Set(keys).size).toBe(3);
 		expect(sb.ledger.jobs).toHaveLength(3);
+	});
+
+	test('version 1.2: the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
+		const first = await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }], workflowId: 'keys-1.2' });
+		const second = await runCaptioning(sb, create({}), { workflowId: 'keys-1.2' });
+		expect(sb.ledger.jobs).toHaveLength(1);
+		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.status)).toEqual([201, 200]);
+		expect([...first.items, ...second.items].map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual([
+			[sb.ledger.jobs[0].id, false],
+			[sb.ledger.jobs[0].id, true],
+			[sb.ledger.jobs[0].id, true],
+		]);
+		// Another workflow (or another node) ordering the same media is another order.
+		await runCaptioning(sb, create({}), { workflowId: 'keys-1.2-other' });
+		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
 	test('a lost response is retried with the same key: one job, one charge', async () => {

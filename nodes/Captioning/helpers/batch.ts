@@ -76,6 +76,8 @@ export class Batch {
 	readonly waiter: JobWaiter;
 	/** Item index → job id, for every order the service accepted in this run. */
 	readonly ordered = new Map<number, string>();
+	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
+	readonly replays = new Set<string>();
 
 	constructor(ctx: IExecuteFunctions) {
 		this.waiter = new JobWaiter(ctx);
@@ -92,11 +94,11 @@ export function batchOf(ctx: IExecuteFunctions): Batch {
 }
 
 /** Adds to a failure the orders placed before the batch stopped, so that none is lost from sight. */
-function withOrdered(error: NodeError, ordered: Map<number, string>): NodeError {
+function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {
 	if (ordered.size === 0) return error;
 	const list = [...ordered].sort(([a], [b]) => a - b);
 	const named = list.map(([item, job]) => `item ${item} → job ${job}`).join(', ');
-	error.description = `${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. Retry On Fail (or Idempotency: Custom Key) replays these orders instead of paying for them again.`;
+	error.description = `${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. ${[...replays].join(' ')}`.trim();
 	Object.assign(error.context, { orderedJobs: list.map(([item, jobId]) => ({ item, jobId })) });
 	return error;
 }
@@ -155,6 +157,6 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 			if (p) await execute(i, p.prepared);
 		}
 	}
-	if (failure) throw withOrdered(failure, batch.ordered);
+	if (failure) throw withOrdered(failure, batch);
 	return outputs.flatMap((o) => o ?? []);
 }

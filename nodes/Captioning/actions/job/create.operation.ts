@@ -1,4 +1,4 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { InputFile } from '../../helpers/binary';
@@ -6,12 +6,11 @@ import { readInputFile } from '../../helpers/binary';
 import type { JobSource } from '../../helpers/createJob';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/createJob';
 import { batchingField, batchOf } from '../../helpers/batch';
-import { automaticKey, canonicalJson, checkCustomKey } from '../../helpers/idempotency';
-import type { CaptioningEvent } from '../../helpers/events';
-import { eventProblem, readBackEvent, respond } from '../../helpers/events';
-import type { CreateJobBody, Job } from '../../helpers/types';
-import { apiRequest, segment } from '../../transport';
-import { uploadFile } from '../../transport/files';
+import { checkCustomKey } from '../../helpers/idempotency';
+import type { Order } from '../../helpers/orders';
+import { deskOf, placeOrder, replaysOf } from '../../helpers/orders';
+import type { CreateJobBody } from '../../helpers/types';
+import { resumeUrlFor } from '../../helpers/webhookWait';
 import { inputFileField } from '../upload/create.operation';
 
 const properties: INodeProperties[] = [
@@ -224,8 +223,31 @@ const properties: INodeProperties[] = [
 		displayName: 'Idempotency',
 		name: 'idempotency',
 		type: 'options',
+		displayOptions: { show: { '@version': [{ _cnd: { gte: 1.2 } }] } },
 		options: [
-			{ name: 'Automatic', value: 'auto', description: 'A key from this execution, node, item and order: retries (the node\'s own and Retry On Fail) never order or charge twice' },
+			{
+				name: 'Automatic',
+				value: 'auto',
+				description:
+					'The same order from this node is placed and charged once, whatever repeats it: retries, the execution\'s Retry (also after a crash), a schedule or a re-run over the same media. Same order = same media (a file by its bytes) and options.',
+			},
+			{ name: 'Custom Key', value: 'custom', description: 'Your own key, e.g. the Drive file ID: one order per key, across workflows too. Put a version in it (…-v2) to order the same media again on purpose.' },
+			{ name: 'None', value: 'none', description: 'No key: every run orders and charges again (a retry within the execution reads back its job). Choose this to order the same media again on purpose.' },
+		],
+		default: 'auto',
+		description: 'How the node keeps a repeated order from creating a second job and a second charge. To order the same media again on purpose, use a Custom Key with a version in it, or None.',
+	},
+	{
+		displayName: 'Idempotency',
+		name: 'idempotency',
+		type: 'options',
+		displayOptions: { show: { '@version': [{ _cnd: { lt: 1.2 } }] } },
+		options: [
+			{
+				name: 'Automatic',
+				value: 'auto',
+				description: 'Retries never order twice (the node\'s own, Retry On Fail, the execution\'s Retry, also after a crash); a new run orders again. Node version 1.2 replays new runs too.',
+			},
 			{ name: 'Custom Key', value: 'custom', description: 'Your own key, e.g. the Drive file ID: the same key and order never create a second job, even across executions' },
 			{ name: 'None', value: 'none', description: 'No key: each run orders and charges again, and a failed order is not retried' },
 		],
@@ -281,79 +303,6 @@ const properties: INodeProperties[] = [
 
 export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['create'] } }, properties);
 
-/**
- * Uploads an item's file once per execution: the upload id is kept in the node's execution
- * context, so a Retry On Fail reuses it and sends the same order (and so replays it).
- */
-async function uploadOnce(ctx: IExecuteFunctions, i: number, file: InputFile): Promise<string> {
-	const context = ctx.getContext('node') as IDataObject;
-	const uploads = (context.captioningUploads ??= {}) as Record<string, string>;
-	const key = `${i}:${file.identity}`;
-	uploads[key] ??= (await uploadFile(ctx, file, i)).id;
-	return uploads[key];
-}
-
-/**
- * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
- * before anything is ordered: the service only calls HTTPS, and one execution waits for one job.
- */
-function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
-	if (ctx.getInputData().length !== 1) {
-		throw new NodeOperationError(ctx.getNode(), `Wait for Completion: On Webhook takes one item per execution; this node received ${ctx.getInputData().length}`, {
-			itemIndex: i,
-			description: 'An execution can wait for one job. For batches use Wait for Completion: Poll, or send each item to its own execution (e.g. an Execute Workflow node).',
-		});
-	}
-	if (body.webhook_url) {
-		throw new NodeOperationError(ctx.getNode(), 'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook', {
-			itemIndex: i,
-			description: 'On Webhook gives the service this execution\'s own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).',
-		});
-	}
-	// As n8n's Wait node: $execution.resumeUrl (which carries the execution's resume token where n8n
-	// has one), then this node's id, the path of the restart webhook below.
-	const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
-	resume.pathname = `${resume.pathname.replace(/\/$/, '')}/${ctx.getNode().id}`;
-	const url = resume.toString();
-	if (!url.startsWith('https://')) {
-		throw new NodeOperationError(ctx.getNode(), `n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`, {
-			itemIndex: i,
-			description: 'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
-		});
-	}
-	return url;
-}
-
-/**
- * Resumes an execution waiting in Job → Create (On Webhook) with the job of the service's event.
- * n8n checks the resume token in the URL; the event is also checked against the job as read
- * back, which must have been ordered with this execution's URL.
- */
-export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-	const body = this.getBodyData();
-	const problem = eventProblem(body);
-	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
-	const event = body as unknown as CaptioningEvent;
-	const read = await readBackEvent(this, event);
-	if ('error' in read) return respond(this, read.status, { error: read.error });
-	const { job } = read;
-	return {
-		webhookResponse: { received: true, resumed: true },
-		workflowData: [[{ json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
-	};
-}
-
-/** An item's order, checked and ready: nothing has been sent yet. */
-export interface Order {
-	body: CreateJobBody;
-	file?: InputFile;
-	idempotency: 'auto' | 'custom' | 'none';
-	customKey?: string;
-	wait: 'none' | 'poll' | 'webhook';
-	interval: number;
-	timeout: number;
-}
-
 /** Everything is checked before the first request of the batch: a mistake costs nothing. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
 	const source = this.getNodeParameter('source', i) as JobSource;
@@ -374,35 +323,16 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
-	return { body, file, idempotency, customKey, wait, interval, timeout };
-}
-
-/**
- * Sends the order. With a key, a repeat (the transport's retry, n8n's Retry On Fail) is replayed by
- * the service; without one, a Retry On Fail in this execution reads back the job it already
- * ordered instead of ordering again.
- */
-async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order, body: CreateJobBody): Promise<{ job: Job; replayed: boolean }> {
-	const withoutKey = (ctx.getContext('node') as IDataObject).captioningOrders as Record<string, string> | undefined;
-	const mark = `${i}:${canonicalJson(body)}`;
-	if (order.idempotency === 'none' && withoutKey?.[mark]) {
-		return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(withoutKey[mark])}`, { itemIndex: i })).body, replayed: true };
-	}
-	const idempotencyKey = order.idempotency === 'auto' ? automaticKey(ctx, i, body) : order.customKey;
-	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey, itemIndex: i });
-	if (order.idempotency === 'none') {
-		const context = ctx.getContext('node') as IDataObject;
-		((context.captioningOrders ??= {}) as Record<string, string>)[mark] = response.body.id;
-	}
-	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+	const order: Order = { body, file, idempotency, customKey, wait, interval, timeout };
+	if (this.getNode().typeVersion < 1.2) order.occurrence = deskOf(this).occurrence(order);
+	return order;
 }
 
 export async function execute(this: IExecuteFunctions, i: number, order: Order): Promise<INodeExecutionData[]> {
-	const body = { ...order.body };
-	if (order.file) body.upload_id = await uploadOnce(this, i, order.file);
 	const batch = batchOf(this);
-	const placed = await placeOrder(this, i, order, body);
+	const placed = await placeOrder(this, i, order);
 	batch.ordered.set(i, placed.job.id);
+	batch.replays.add(replaysOf(this, order));
 	let job = placed.job;
 	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
 	// The output until the service's event resumes the execution (or the timeout does, with this job).

@@ -1,0 +1,209 @@
+// Placing an order once (README, "Paying once"): the item's Idempotency-Key (helpers/idempotency.ts),
+// the upload a repeat of a Binary File order reuses, and the POST /jobs itself.
+// A repeat of a keyed order must send the very same body, upload_id included, or the service
+// answers 409. So an upload is remembered under the key and the file's SHA-256: in the node context
+// (Retry On Fail, the execution's Retry) and in n8n's deduplication store (re-runs, crashes), where
+// a lookup finds it among the upload ids of the newest jobs.
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
+
+import { apiRequest, jobPages, segment } from '../transport';
+import { uploadFile } from '../transport/files';
+import type { InputFile } from './binary';
+import { fileSha256 } from './binary';
+import { automaticKey, canonicalJson, generationKey, orderFingerprint, orderIdentity } from './idempotency';
+import { Remembered } from './remembered';
+import type { CreateJobBody, Job } from './types';
+
+/** How far back a lookup of an earlier upload reads the job list (pages of 100, newest first). */
+const LOOKUP_PAGES = 10;
+
+/** An item's order, checked and ready: nothing has been sent yet. */
+export interface Order {
+	body: CreateJobBody;
+	file?: InputFile;
+	idempotency: 'auto' | 'custom' | 'none';
+	customKey?: string;
+	/** Versions 1 and 1.1: the how-manieth equal order of this run this is (they stay apart). */
+	occurrence?: number;
+	wait: 'none' | 'poll' | 'webhook';
+	interval: number;
+	timeout: number;
+}
+
+export interface Placed {
+	job: Job;
+	replayed: boolean;
+}
+
+/** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
+export class OrderDesk {
+	readonly remembered: Remembered | undefined;
+	private readonly pages: Array<Promise<{ jobs: Job[]; more: boolean }>> = [];
+	private pageReader: AsyncGenerator<Job[]> | undefined;
+	private readonly underWay = new Map<string, Promise<Placed>>();
+
+	constructor(private readonly ctx: IExecuteFunctions) {
+		this.remembered = Remembered.of(ctx);
+	}
+
+	/** Page n of the job list, read once for the whole run. */
+	private async page(n: number): Promise<{ jobs: Job[]; more: boolean }> {
+		this.pageReader ??= jobPages(this.ctx, {}, { priority: -1 });
+		while (this.pages.length <= n) {
+			const previous = this.pages.at(-1) ?? Promise.resolve({ jobs: [], more: true });
+			const reader = this.pageReader;
+			this.pages.push(
+				previous.then(async ({ more }) => {
+					if (!more) return { jobs: [], more: false };
+					const next = await reader.next();
+					return next.done ? { jobs: [], more: false } : { jobs: next.value, more: next.value.length > 0 };
+				}),
+			);
+		}
+		return await this.pages[n];
+	}
+
+	/** The upload that carried this file for this key before, among the newest jobs' uploads. */
+	async findUpload(key: string, sha: string): Promise<string | undefined> {
+		const remembered = this.remembered;
+		if (!remembered) return undefined;
+		for (let n = 0; n < LOOKUP_PAGES; n++) {
+			const { jobs, more } = await this.page(n);
+			const candidates = jobs.filter((job) => job.media?.type === 'upload' && job.media.upload_id).map((job) => `upload ${key} ${sha} ${job.media.upload_id}`);
+			if (candidates.length) {
+				const [hit] = await remembered.known(candidates);
+				if (hit) return hit.split(' ').at(-1);
+			}
+			if (!more) return undefined;
+		}
+		return undefined;
+	}
+
+	private readonly seen = new Map<string, number>();
+
+	/** Versions 1 and 1.1: how many equal orders came before this one in the run (items are prepared in input order). */
+	occurrence(order: Order): number {
+		const mark = `${orderIdentity(order.body)}\n${order.file?.identity ?? ''}`;
+		const n = this.seen.get(mark) ?? 0;
+		this.seen.set(mark, n + 1);
+		return n;
+	}
+
+	/**
+	 * One POST per key and order in a run: equal orders of a batch share the first one's job (the
+	 * others as replays). The same Custom Key with another order is sent, and refused by the service.
+	 */
+	async shared(key: string, identity: string, place: () => Promise<Placed>): Promise<Placed> {
+		const mark = `${key}\n${identity}`;
+		const first = this.underWay.get(mark);
+		if (first) return { ...(await first), replayed: true };
+		const placing = place();
+		this.underWay.set(mark, placing);
+		return await placing;
+	}
+}
+
+const desks = new WeakMap<object, OrderDesk>();
+
+export function deskOf(ctx: IExecuteFunctions): OrderDesk {
+	let desk = desks.get(ctx);
+	if (!desk) desks.set(ctx, (desk = new OrderDesk(ctx)));
+	return desk;
+}
+
+/** A file's SHA-256, read once per execution (a Retry On Fail or the execution's Retry reuses it). */
+async function digestOnce(ctx: IExecuteFunctions, file: InputFile): Promise<string> {
+	const context = ctx.getContext('node') as IDataObject;
+	const digests = (context.captioningDigests ??= {}) as Record<string, string>;
+	digests[file.identity] ??= await fileSha256(file);
+	return digests[file.identity];
+}
+
+/** The item's Idempotency-Key and the file's SHA-256 (keyed Binary File orders); none with Idempotency: None. */
+async function keyOf(ctx: IExecuteFunctions, order: Order, desk: OrderDesk): Promise<{ key?: string; sha?: string; identity: string }> {
+	if (order.idempotency === 'none') return { identity: '' };
+	const sha = order.file ? await digestOnce(ctx, order.file) : undefined;
+	const identity = orderIdentity(order.body, sha);
+	if (order.idempotency === 'custom') return { key: order.customKey, sha, identity };
+	if (ctx.getNode().typeVersion >= 1.2) return { key: automaticKey(orderFingerprint(ctx, identity)), sha, identity };
+	return { key: await generationKey(ctx, orderFingerprint(ctx, identity, order.occurrence), desk.remembered), sha, identity };
+}
+
+/**
+ * The upload id for a Binary File order: the one this key already carried this file with (so a
+ * repeat sends the same body and is replayed), or a new upload, remembered.
+ */
+async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, key?: string, sha?: string): Promise<string> {
+	const context = ctx.getContext('node') as IDataObject;
+	const uploads = (context.captioningUploads ??= {}) as Record<string, string>;
+	// Without a key the upload is kept for this execution and item only (Retry On Fail).
+	const mark = key && sha ? `${key} ${sha}` : `${i}:${file.identity}`;
+	if (uploads[mark]) return uploads[mark];
+	if (key && sha && desk.remembered && (await desk.remembered.record([`file ${key} ${sha}`])).size > 0) {
+		const earlier = await desk.findUpload(key, sha);
+		if (earlier) return (uploads[mark] = earlier);
+	}
+	const upload = await uploadFile(ctx, file, i);
+	if (key && sha) await desk.remembered?.record([`upload ${key} ${sha} ${upload.id}`]);
+	return (uploads[mark] = upload.id);
+}
+
+/**
+ * Sends the order. With a key, every repeat is replayed by the service; without one, a Retry On
+ * Fail (or the execution's Retry) reads back the job this execution already ordered.
+ */
+export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order): Promise<Placed> {
+	const desk = deskOf(ctx);
+	const { key, sha, identity } = await keyOf(ctx, order, desk);
+	const body = { ...order.body };
+	if (key === undefined) {
+		if (order.file) body.upload_id = await uploadFor(ctx, i, order.file, desk);
+		return await placeWithoutKey(ctx, i, body);
+	}
+	return await desk.shared(key, identity, async () => {
+		if (order.file) body.upload_id = await uploadFor(ctx, i, order.file, desk, key, sha);
+		try {
+			const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
+			return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+		} catch (error) {
+			throw explainConflict(error, order);
+		}
+	});
+}
+
+async function placeWithoutKey(ctx: IExecuteFunctions, i: number, body: CreateJobBody): Promise<Placed> {
+	const context = ctx.getContext('node') as IDataObject;
+	const orders = (context.captioningOrders ??= {}) as Record<string, string>;
+	const mark = `${i}:${canonicalJson(body)}`;
+	if (orders[mark]) return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(orders[mark])}`, { itemIndex: i })).body, replayed: true };
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, itemIndex: i });
+	orders[mark] = response.body.id;
+	return { job: response.body, replayed: false };
+}
+
+/** A 409 idempotency_conflict says what was different, and what to do, for the key in use. */
+function explainConflict(error: unknown, order: Order): unknown {
+	if (!(error instanceof NodeApiError) || (error.context as IDataObject).code !== 'idempotency_conflict') return error;
+	if (order.idempotency === 'custom') {
+		error.description = order.file
+			? `The Idempotency Key "${order.customKey}" was used before for a different order: another file, or other options. A key names one order: use one per file (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order this file again on purpose.`
+			: `The Idempotency Key "${order.customKey}" was used before for a different order (another Media URL, Upload ID or other options). A key names one order: use one per media, or put a version in it (…-v2) to order again on purpose.`;
+	} else if (order.file) {
+		error.description = `This file was ordered by this node before, but its upload is not among the ${LOOKUP_PAGES * 100} newest jobs' (or n8n no longer remembers it), so the order went out with a new upload and the service refused it: nothing was ordered twice. Find the first job with Job → Get Many; to order the file again on purpose, set Idempotency to Custom Key with a new key.`;
+	}
+	return error;
+}
+
+/** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
+export function replaysOf(ctx: IExecuteFunctions, order: Order): string {
+	if (order.idempotency === 'custom') {
+		return 'With a Custom Key, every repeat (Retry On Fail, the execution\'s Retry, a new run) replays these orders instead of paying for them again.';
+	}
+	if (order.idempotency === 'none') {
+		return 'With Idempotency None, Retry On Fail and the execution\'s Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.';
+	}
+	return ctx.getNode().typeVersion >= 1.2
+		? 'Retry On Fail, the execution\'s Retry and a new run replay these orders instead of paying for them again.'
+		: 'Retry On Fail and the execution\'s Retry (also of a crashed execution) replay these orders instead of paying for them again; a new run orders them again (node version 1.2 replays it too).';
+}

@@ -1,0 +1,66 @@
+// n8n's deduplication store (`processed_data`, behind Remove Duplicates and
+// helpers.checkProcessedAndRecord) for the in-process harness. n8n's own implementation lives in
+// its CLI package and needs its database, so this keeps the same rules in memory, per workflow id
+// and context ("n:<node id>" for scope node, "" for scope workflow), in mode "entries": an item is
+// new once, then processed; maxEntries drops the oldest. The e2e suites run n8n's real one.
+import path from 'node:path';
+import type { DeduplicationItemTypes, DeduplicationScope, ICheckProcessedContextData, ICheckProcessedOptions, IDataDeduplicator } from 'n8n-workflow';
+
+const rows = new Map<string, string[]>();
+const rowOf = (scope: DeduplicationScope, data: ICheckProcessedContextData) => `${data.workflow.id}|${scope === 'node' ? `n:${data.node?.id}` : ''}`;
+
+class MemoryDeduplicator implements IDataDeduplicator {
+	async checkProcessedAndRecord(items: DeduplicationItemTypes[], scope: DeduplicationScope, data: ICheckProcessedContextData, options: ICheckProcessedOptions) {
+		if (options.mode !== 'entries') throw new Error('the harness keeps mode "entries" only');
+		const row = rows.get(rowOf(scope, data)) ?? [];
+		const out = { new: [] as DeduplicationItemTypes[], processed: [] as DeduplicationItemTypes[] };
+		for (const item of items) {
+			const value = String(item);
+			if (row.includes(value)) out.processed.push(item);
+			else {
+				out.new.push(item);
+				row.push(value);
+			}
+		}
+		if (options.maxEntries) row.splice(0, Math.max(0, row.length - options.maxEntries));
+		rows.set(rowOf(scope, data), row);
+		return out;
+	}
+
+	async removeProcessed(items: DeduplicationItemTypes[], scope: DeduplicationScope, data: ICheckProcessedContextData) {
+		const row = rows.get(rowOf(scope, data)) ?? [];
+		rows.set(rowOf(scope, data), row.filter((value) => !items.map(String).includes(value)));
+	}
+
+	async clearAllProcessedItems(scope: DeduplicationScope, data: ICheckProcessedContextData) {
+		rows.delete(rowOf(scope, data));
+	}
+
+	async getProcessedDataCount(scope: DeduplicationScope, data: ICheckProcessedContextData) {
+		return rows.get(rowOf(scope, data))?.length ?? 0;
+	}
+}
+
+let ready: Promise<void> | undefined;
+
+/** Gives n8n-core's DataDeduplicationService the in-memory store (once per process). */
+export async function useProcessedDataStore(): Promise<void> {
+	ready ??= (async () => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const { DataDeduplicationService } = require(path.join(path.dirname(require.resolve('n8n-core')), 'data-deduplication-service.js')) as {
+			DataDeduplicationService: { init(d: IDataDeduplicator): Promise<void> };
+		};
+		await DataDeduplicationService.init(new MemoryDeduplicator());
+	})();
+	await ready;
+}
+
+/** Forgets everything recorded (a fresh n8n database). */
+export function clearProcessedData(): void {
+	rows.clear();
+}
+
+/** How many records a workflow's node holds. */
+export function processedCount(workflowId: string, nodeId: string): number {
+	return rows.get(`${workflowId}|n:${nodeId}`)?.length ?? 0;
+}

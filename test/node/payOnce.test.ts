@@ -1,0 +1,162 @@
+// Paying once across executions, in n8n's engine against the sandbox: a Retry of a failed
+// execution (a new execution id, n8n's copy of the node context), a crashed execution's Retry (a
+// new execution id, an empty context), a second run over the same input, Binary File sources run
+// twice. n8n's deduplication store is the harness's in-memory one (test/harness/processed.ts).
+import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
+
+import { storeBinary } from '../harness/n8n';
+import { clearProcessedData } from '../harness/processed';
+import { MEDIA, runCaptioning } from '../helpers/captioning';
+import type { Sandbox } from '../helpers/sandbox';
+import { useSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+useSandbox((s) => (sb = s));
+
+const create = (params: IDataObject = {}) => ({ resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', ...params });
+const urls = (names: string[]): INodeExecutionData[] => names.map((name) => ({ json: { url: `${MEDIA}?file=${name}` } }));
+const posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
+const counts = () => ({ jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length, uploads: sb.ledger.uploads.length });
+let workflow = 0;
+const newWorkflow = () => `pay-once-${++workflow}`;
+
+async function videos(names: string[], bytes: (name: string) => string = (name) => `video ${name} `.repeat(500)): Promise<INodeExecutionData[]> {
+	return await Promise.all(names.map(async (name) => ({ json: { name }, binary: await storeBinary(Buffer.from(bytes(name)), { fileName: `${name}.mp4`, mimeType: 'video/mp4' }) })));
+}
+
+describe.each([1.2, 1.1, 1])('node version %s: a failed batch, then the execution\'s Retry', (typeVersion) => {
+	test('every item one job and one charge in all; the retry replays what was ordered', async () => {
+		const workflowId = newWorkflow();
+		const input = urls(['a', 'b', 'c', 'd', 'e']);
+		// Items go one at a time; the fourth order is refused (not retried), so the node stops after three.
+		sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', message: 'Injected refusal', after: 3 });
+		const params = create({ batching: { concurrency: 1 } });
+		const failed = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'trigger' });
+		expect(failed.failure?.message).toMatch(/^Injected refusal/);
+		const ordered = sb.ledger.jobs.map((j) => j.id);
+		expect(ordered.length).toBeGreaterThanOrEqual(3);
+		expect(ordered.length).toBeLessThan(5);
+		const replays =
+			typeVersion >= 1.2
+				? "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again."
+				: "Retry On Fail and the execution's Retry (also of a crashed execution) replay these orders instead of paying for them again; a new run orders them again (node version 1.2 replays it too).";
+		expect(failed.failure!.description).toContain(`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`);
+		expect(failed.failure!.description!.endsWith(replays)).toBe(true);
+
+		// n8n's Retry: a new execution id, the failed node's input and node context copied.
+		const retried = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'retry', contextData: failed.contextData() });
+		expect(retried.failure).toBeUndefined();
+		expect(counts()).toMatchObject({ jobs: 5, charges: 5 });
+		const jobOf = (url: string) => sb.ledger.jobs.find((j) => j.body.media_url === url)!.id;
+		expect(retried.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
+			input.map(({ json }) => [jobOf(json.url as string), ordered.includes(jobOf(json.url as string))]),
+		);
+	});
+});
+
+describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then the crashed execution is retried', (typeVersion) => {
+	test.each(['url', 'binary'])('source %s: the retry (empty context) replays every order; the next node gets the jobs first ordered', async (source) => {
+		const workflowId = newWorkflow();
+		sb.setTiming({ queuedMs: 50, processingMs: 400 });
+		const input = source === 'url' ? urls(['x', 'y', 'z']) : await videos(['x', 'y', 'z']);
+		const params = create({ source, binaryPropertyName: 'data', waitForCompletion: 'poll', pollInterval: 1, timeout: 1 });
+		// The crash: the execution ends during the wait, and n8n keeps none of its context.
+		const crashed = await runCaptioning(sb, params, {
+			input,
+			workflowId,
+			settings: { typeVersion },
+			mode: 'trigger',
+			onStart: (cancel) => setTimeout(cancel, 300),
+		});
+		expect(crashed.items).toHaveLength(0);
+		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
+		const first = sb.ledger.jobs.map((j) => j.id);
+
+		const retried = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'retry' });
+		expect(retried.failure).toBeUndefined();
+		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
+		expect(retried.items.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(first.map((id) => [id, 'completed', true]));
+		expect(posts().filter((r) => r.status === 409)).toHaveLength(0);
+	});
+});
+
+describe('version 1.2: a new run over the same input replays', () => {
+	test('a listing that gains a file in front orders only the new file', async () => {
+		const workflowId = newWorkflow();
+		await runCaptioning(sb, create(), { input: urls(['one', 'two']), workflowId, mode: 'trigger' });
+		const run = await runCaptioning(sb, create(), { input: urls(['new', 'one', 'two']), workflowId, mode: 'trigger' });
+		expect(counts()).toMatchObject({ jobs: 3, charges: 3 });
+		expect(run.items.map((i) => [i.json.media, i.json.idempotent_replayed])).toEqual([
+			[expect.objectContaining({ url: `${MEDIA}?file=new` }), false],
+			[expect.objectContaining({ url: `${MEDIA}?file=one` }), true],
+			[expect.objectContaining({ url: `${MEDIA}?file=two` }), true],
+		]);
+	});
+
+	test('other options are another order; Idempotency None orders again on purpose', async () => {
+		const workflowId = newWorkflow();
+		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId });
+		await runCaptioning(sb, create({ options: { style: 'verbatim' } }), { input: urls(['talk']), workflowId });
+		await runCaptioning(sb, create({ idempotency: 'none' }), { input: urls(['talk']), workflowId });
+		await runCaptioning(sb, create({ idempotency: 'custom', idempotencyKey: 'talk-v2' }), { input: urls(['talk']), workflowId });
+		expect(counts()).toMatchObject({ jobs: 4, charges: 4 });
+	});
+
+	test('version 1.1 keeps ordering again on a new run (saved workflows do what they did)', async () => {
+		const workflowId = newWorkflow();
+		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId, settings: { typeVersion: 1.1 }, mode: 'trigger' });
+		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId, settings: { typeVersion: 1.1 }, mode: 'trigger' });
+		expect(counts()).toMatchObject({ jobs: 2, charges: 2 });
+	});
+});
+
+describe('Binary File sources repeat cleanly', () => {
+	test.each([
+		['Custom Key, version 1.1 (the templates)', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }, 1.1],
+		['Custom Key, version 1.2', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }, 1.2],
+		['Automatic, version 1.2', {}, 1.2],
+	])('%s, run twice: one upload, one job, one charge; the second run replayed, no 409', async (_name, idempotency, typeVersion) => {
+		const workflowId = newWorkflow();
+		const params = create({ source: 'binary', binaryPropertyName: 'data', ...idempotency });
+		const first = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, settings: { typeVersion }, mode: 'trigger' });
+		// The second run downloads the files again: new binary ids, the same bytes.
+		const second = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, settings: { typeVersion }, mode: 'trigger' });
+		expect(second.failure).toBeUndefined();
+		expect(counts()).toEqual({ jobs: 2, charges: 2, uploads: 2 });
+		expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(first.items.map((i) => [i.json.id, true]));
+		expect(posts().map((r) => r.status)).toEqual([201, 201, 200, 200]);
+	});
+
+	test('a Custom Key reused for a different file stays a clear error that says so', async () => {
+		const workflowId = newWorkflow();
+		const params = create({ source: 'binary', binaryPropertyName: 'data', idempotency: 'custom', idempotencyKey: 'drive-123' });
+		await runCaptioning(sb, params, { input: await videos(['v1']), workflowId });
+		const run = await runCaptioning(sb, params, { input: await videos(['v1'], () => 'other bytes'.repeat(100)), workflowId });
+		expect(run.failure).toMatchObject({ httpCode: '409' });
+		expect(run.failure!.description).toMatch(/^The Idempotency Key "drive-123" was used before for a different order: another file, or other options\. A key names one order/);
+		expect(counts()).toMatchObject({ jobs: 1, charges: 1 });
+	});
+
+	test('when n8n forgot the upload (a new database), the 409 says what happened, and nothing is charged twice', async () => {
+		const workflowId = newWorkflow();
+		const params = create({ source: 'binary', binaryPropertyName: 'data' });
+		await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
+		clearProcessedData();
+		const run = await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
+		expect(run.failure).toMatchObject({ httpCode: '409' });
+		expect(run.failure!.description).toMatch(/^This file was ordered by this node before, but its upload is not among the 1000 newest jobs' \(or n8n no longer remembers it\)/);
+		expect(counts()).toMatchObject({ jobs: 1, charges: 1, uploads: 2 });
+	});
+
+	test('the lookup of an earlier upload reads the job list once for the whole batch', async () => {
+		const workflowId = newWorkflow();
+		const params = create({ source: 'binary', binaryPropertyName: 'data', batching: { concurrency: 4 } });
+		const names = Array.from({ length: 12 }, (_, n) => `clip${n}`);
+		await runCaptioning(sb, params, { input: await videos(names), workflowId });
+		sb.resetLedger();
+		const run = await runCaptioning(sb, params, { input: await videos(names), workflowId });
+		expect(run.items.every((i) => i.json.idempotent_replayed === true)).toBe(true);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs')).toHaveLength(1);
+		expect(sb.ledger.uploads).toHaveLength(0);
+	});
+});
