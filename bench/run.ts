@@ -7,6 +7,9 @@
 //   5. waiting together: 50 items with Wait for Completion Poll (1 s), each job taking WAIT_JOB_SECONDS,
 //      against one such item alone; reads per polling round
 //   6. concurrent uploads: 4 uploads of 512 MiB under way at once (Concurrency 4), peak RSS growth
+//   7. paying once with a Binary File: Job → Create of the 2 GiB file (SHA-256 read, upload, order)
+//      and its repeat in the same workflow (SHA-256 read, upload found, order replayed), each against
+//      Upload → Create of the same file; peak RSS growth while hashing
 import { execFile, spawn } from 'node:child_process';
 import { cpus } from 'node:os';
 import path from 'node:path';
@@ -101,6 +104,46 @@ async function uploadFigures() {
 			oursMiBs: median(ours) / 1024 ** 2,
 			curlMiBs: median(curl) / 1024 ** 2,
 		};
+	} finally {
+		sandbox.stop();
+	}
+}
+
+/** Job → Create from the 2 GiB file, first and repeated, beside Upload → Create of it, round after round. */
+async function repeatFigures() {
+	const sandbox = await sandboxProcess();
+	try {
+		const binary = await storeBinary(generatedMedia(UPLOAD_BYTES).stream, { fileName: 'repeat.mp4', mimeType: 'video/mp4' });
+		await run('sync');
+		const fakeSandbox = { baseUrl: sandbox.baseUrl, keys: sandbox.keys } as unknown as Sandbox;
+		const timed = async (params: object, workflowId?: string) => {
+			const started = process.hrtime.bigint();
+			const result = await runCaptioning(fakeSandbox, params as never, { input: [{ json: {}, binary }], workflowId });
+			if (result.failure) throw new Error(`${JSON.stringify(params)} failed: ${result.failure.message}`);
+			return { seconds: Number(process.hrtime.bigint() - started) / 1e9, item: result.items[0].json };
+		};
+		const order = { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data' };
+		const upload: number[] = [];
+		const first: number[] = [];
+		const repeat: number[] = [];
+		const baseline = process.memoryUsage.rss();
+		let peak = baseline;
+		const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+		try {
+			for (let round = 1; round <= 2; round++) {
+				upload.push((await timed({ resource: 'upload', operation: 'create', binaryPropertyName: 'data' })).seconds);
+				const workflowId = `bench-repeat-${round}`;
+				const a = await timed(order, workflowId);
+				const b = await timed(order, workflowId);
+				if (a.item.idempotent_replayed !== false || b.item.idempotent_replayed !== true || a.item.id !== b.item.id) throw new Error('the repeat was not replayed');
+				first.push(a.seconds);
+				repeat.push(b.seconds);
+				log(`  round ${round}: upload ${upload.at(-1)!.toFixed(1)} s, order ${a.seconds.toFixed(1)} s, repeat ${b.seconds.toFixed(1)} s`);
+			}
+		} finally {
+			clearInterval(sampler);
+		}
+		return { upload: median(upload), first: median(first), repeat: median(repeat), rssGrowthMiB: (peak - baseline) / 1024 ** 2 };
 	} finally {
 		sandbox.stop();
 	}
@@ -240,6 +283,9 @@ async function main() {
 	const concurrent = await concurrentUploadFigures();
 	log(`  ${concurrent.seconds.toFixed(1)} s, peak RSS growth ${concurrent.rssGrowthMiB.toFixed(1)} MiB`);
 
+	log(`7. paying once with a Binary File of ${UPLOAD_BYTES / 1024 ** 2} MiB: order and repeat vs upload`);
+	const repeat = await repeatFigures();
+
 	const figures = {
 		uploadRssGrowthMiB: Number(upload.rssGrowthMiB.toFixed(1)),
 		uploadVsCurl: Number((upload.oursMiBs / upload.curlMiBs).toFixed(2)),
@@ -253,6 +299,9 @@ async function main() {
 		waitBatchVsSingle: Number((wait.batch.seconds / wait.single.seconds).toFixed(2)),
 		waitReadsPerRound: Number((wait.batch.reads / wait.batch.rounds).toFixed(2)),
 		uploadConcurrentRssGrowthMiB: Number(concurrent.rssGrowthMiB.toFixed(1)),
+		binaryOrderVsUpload: Number((repeat.first / repeat.upload).toFixed(2)),
+		binaryRepeatVsUpload: Number((repeat.repeat / repeat.upload).toFixed(2)),
+		binaryRepeatRssGrowthMiB: Number(repeat.rssGrowthMiB.toFixed(1)),
 	};
 	// figure, measured, reference, ratio, target, met
 	const rows: Array<[string, string, string, string, string, boolean]> = [
@@ -265,6 +314,9 @@ async function main() {
 		['batch with faults vs floor', `${faulty.wallSeconds.toFixed(2)} s`, `floor ${faulty.floorSeconds} s`, `${figures.batchFaultVsFloor}×`, '≤ 1.5×', figures.batchFaultVsFloor <= 1.5],
 		[`wait: ${WAIT_ITEMS} items vs one`, `${wait.batch.seconds.toFixed(2)} s`, `one ${wait.single.seconds.toFixed(2)} s`, `${figures.waitBatchVsSingle}×`, '≤ 1.5×', figures.waitBatchVsSingle <= 1.5],
 		['wait: reads per round', `${wait.batch.reads} reads`, `${wait.batch.rounds} rounds, ${WAIT_ITEMS} jobs`, `${figures.waitReadsPerRound}`, '≤ 3', figures.waitReadsPerRound <= 3],
+		['binary order (hash + upload) vs upload', `${repeat.first.toFixed(1)} s`, `upload ${repeat.upload.toFixed(1)} s`, `${figures.binaryOrderVsUpload}×`, '≤ 1.5×', figures.binaryOrderVsUpload <= 1.5],
+		['binary repeat (hash, replay) vs upload', `${repeat.repeat.toFixed(1)} s`, `upload ${repeat.upload.toFixed(1)} s`, `${figures.binaryRepeatVsUpload}×`, '≤ 1×', figures.binaryRepeatVsUpload <= 1],
+		['order and repeat, RSS growth', `${figures.binaryRepeatRssGrowthMiB} MiB`, `file ${UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 64 MiB', figures.binaryRepeatRssGrowthMiB <= 64],
 		[`${CONCURRENT_UPLOADS} uploads at once, RSS growth`, `${figures.uploadConcurrentRssGrowthMiB} MiB`, `${CONCURRENT_UPLOADS} × ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 128 MiB', figures.uploadConcurrentRssGrowthMiB <= 128],
 	];
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];

@@ -100,6 +100,8 @@ export interface N8nProcess {
 	start(): Promise<void>;
 	/** SIGTERM (n8n shuts down gracefully), SIGKILL after 20 s. */
 	stop(): Promise<void>;
+	/** SIGKILL at once: a crash (n8n saves nothing more). */
+	kill(): Promise<void>;
 	log(): string;
 }
 
@@ -113,6 +115,8 @@ export interface N8n {
 	cli(args: string[]): Promise<{ stdout: string; stderr: string }>;
 	start(): Promise<void>;
 	stop(): Promise<void>;
+	/** Kills the main process (SIGKILL): a crash. */
+	kill(): Promise<void>;
 	/** A REST call as the owner (created on first use). */
 	rest<T = unknown>(method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }>;
 	/** POSTs to a URL of this n8n (webhooks). */
@@ -219,6 +223,12 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 				await exited;
 				clearTimeout(timer);
 			},
+			async kill() {
+				if (!child || child.exitCode !== null || child.signalCode !== null) return;
+				const exited = new Promise((r) => child!.once('exit', r));
+				child.kill('SIGKILL');
+				await exited;
+			},
 			log: () => output,
 		};
 	};
@@ -241,6 +251,7 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 		},
 		start: async () => await main.start(),
 		stop: async () => await main.stop(),
+		kill: async () => await main.kill(),
 		async rest<T>(method: string, pathname: string, body?: unknown) {
 			if (!cookie) {
 				const owner = { email: 'owner@example.com', firstName: 'Test', lastName: 'Owner', password: 'Passw0rd-for-e2e' };

@@ -1,0 +1,271 @@
+// Paying once across executions, in real n8n (npm run test:e2e): n8n's own Retry endpoint after a
+// partial batch failure (both of its choices), Binary File orders run twice, and a crash of n8n
+// during a Poll wait followed by the crashed execution's Retry. Each case counts the sandbox's
+// jobs and charges. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import type { S3Server } from '../helpers/s3';
+import { startS3 } from '../helpers/s3';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+import type { N8n } from './n8n';
+import { createN8n, installN8n, tempJson } from './n8n';
+
+const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
+const CREDENTIAL_ID = 'captioningPayOnce';
+const MEDIA = 'https://media.example.com/pay-once';
+
+type Item = { json: Record<string, unknown> };
+type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
+interface Execution {
+	id: string;
+	status: string;
+	mode?: string;
+	retryOf?: string | null;
+}
+
+const node = (id: string, name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
+const captioning = (id: string, typeVersion: number, parameters: object) =>
+	node(id, 'Order', 'n8n-nodes-captioning.captioning', typeVersion, { resource: 'job', operation: 'create', ...parameters }, 600, {
+		credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
+	});
+const chain = (names: string[]) => Object.fromEntries(names.slice(0, -1).map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]));
+
+/** Webhook (POST /webhook/<path>) → the media URLs → one item each → Job → Create → No Operation. */
+function urlWorkflow(id: string, hook: string, urls: string[], typeVersion: number, parameters: object): string {
+	return tempJson(`${id}.json`, {
+		id,
+		name: `Pay once: ${id}`,
+		versionId: `${id}-v1`,
+		active: false,
+		settings: { executionOrder: 'v1' },
+		nodes: [
+			node(id, 'Request', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} }, 0, { webhookId: `${id}-hook` }),
+			node(id, 'Media', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ urls }) }, 200),
+			node(id, 'Each', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'urls' }, 400),
+			captioning(id, typeVersion, { source: 'url', mediaUrl: '={{ $json.urls }}', ...parameters }),
+			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
+		],
+		connections: chain(['Request', 'Media', 'Each', 'Order', 'Next']),
+	});
+}
+
+/** Manual Trigger → Read Files from Disk (the folder's videos) → Job → Create from the binary. */
+function binaryWorkflow(id: string, folder: string, typeVersion: number, parameters: object): string {
+	return tempJson(`${id}.json`, {
+		id,
+		name: `Pay once: ${id}`,
+		versionId: `${id}-v1`,
+		active: false,
+		settings: { executionOrder: 'v1' },
+		nodes: [
+			node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
+			node(id, 'Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: `${folder}/*.mp4`, options: {} }, 200),
+			captioning(id, typeVersion, { source: 'binary', binaryPropertyName: 'data', ...parameters }),
+		],
+		connections: chain(['Start', 'Files', 'Order']),
+	});
+}
+
+/**
+ * The S3 template as a user imports it, with credentials picked and its bucket replaced by the local
+ * server's. Its Schedule Trigger becomes a Manual Trigger: n8n's CLI runs only workflows that
+ * start with one; every node after it is the template's own.
+ */
+function s3Template(s3: S3Server): string {
+	const template = JSON.parse(readFileSync(path.resolve(__dirname, '../../examples/s3-captions.json'), 'utf8').replaceAll('my-videos', s3.bucket)) as {
+		nodes: Array<{ name: string; type: string; typeVersion: number; parameters: object; credentials?: object }>;
+	};
+	for (const n of template.nodes) {
+		if (n.type === 'n8n-nodes-base.scheduleTrigger') Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
+		if (n.type === 'n8n-nodes-base.awsS3') n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
+		if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
+	}
+	return tempJson('s3-template.json', { ...template, id: 'wfPayS3Template', versionId: 'wfPayS3Template-v1' });
+}
+
+describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
+	let n8n: N8n;
+	let sb: Sandbox;
+	const work = mkdtempSync(path.join(tmpdir(), 'captioning-pay-once-'));
+	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
+	const jobsOf = (list: string[]) => sb.ledger.jobs.filter((j) => list.includes(j.body.media_url as string));
+	const chargesOf = (list: string[]) => {
+		const ids = new Set(jobsOf(list).map((j) => j.id));
+		return sb.ledger.charges.filter((c) => ids.has(c.jobId));
+	};
+
+	const executions = async (workflowId: string): Promise<Execution[]> => {
+		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
+	};
+	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 90000): Promise<T> => {
+		const deadline = Date.now() + ms;
+		for (;;) {
+			const value = await probe();
+			if (value !== undefined) return value;
+			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n.log().slice(-3000)}`);
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	};
+	/** An execution's run data as n8n stores it (flatted in the REST answer). */
+	const runDataOf = async (id: string): Promise<RunData> => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const flatted = require(path.join(n8n.install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
+		const res = await n8n.rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
+		const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
+		return data.resultData.runData;
+	};
+	/** n8n's Retry button: a new execution, answered when it ends. Returns the new execution. */
+	const retry = async (workflowId: string, id: string, loadWorkflow: boolean): Promise<Execution> => {
+		const before = new Set((await executions(workflowId)).map((e) => e.id));
+		const res = await n8n.rest('POST', `/executions/${id}/retry`, { loadWorkflow });
+		if (res.status !== 200) throw new Error(`retry of ${id} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
+		return await waitFor('the retry to be listed', async () => (await executions(workflowId)).find((e) => !before.has(e.id) && e.status !== 'running'));
+	};
+	/** POSTs to a production webhook; 2.x registers them in the background after it answers, so a 404 is tried again. */
+	const call = async (hook: string) => await waitFor(`the webhook ${hook}`, async () => {
+		const res = await n8n.post(`/webhook/${hook}`, {});
+		return res.status === 404 ? undefined : res.status;
+	});
+	const activate = async (ids: string[]) => {
+		if (version.startsWith('2.')) return;
+		type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string };
+		for (const id of ids) {
+			// 1.x: a CLI import writes no workflow_history row, which activation needs; a REST save writes it.
+			const wf = await n8n.rest<Wf>('GET', `/workflows/${id}`);
+			const saved = await n8n.rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, versionId: wf.body.versionId });
+			const res = await n8n.rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
+			if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+		}
+	};
+
+	const failing = { a: urls('retry-original', 5), b: urls('retry-saved', 5) };
+	const waiting = urls('crash', 3);
+	const hooked = ['wfPayRetryOrig1', 'wfPayRetrySaved', 'wfPayCrashPoll1'];
+
+	let s3: S3Server;
+
+	beforeAll(async () => {
+		sb = await createSandbox({ timing: null });
+		s3 = await startS3();
+		n8n = await createN8n(await installN8n(version), [work]);
+		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
+		// One order at a time, so that the fourth fails after three went through.
+		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1.2, { batching: { concurrency: 1 } })}`]);
+		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1.1, { batching: { concurrency: 1 } })}`]);
+		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1.2, { waitForCompletion: 'poll', pollInterval: 2, timeout: 30 })}`]);
+		for (const [id, typeVersion, parameters] of [
+			['wfPayBinCustom1', 1.1, { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' }],
+			['wfPayBinAuto001', 1.2, {}],
+		] as const) {
+			const folder = path.join(work, id);
+			mkdirSync(folder, { recursive: true });
+			for (const name of ['lecture', 'interview']) writeFileSync(path.join(folder, `${name}.mp4`), Buffer.alloc(2 * 1024 * 1024, `${id} ${name}`));
+			await n8n.cli(['import:workflow', `--input=${binaryWorkflow(id, folder, typeVersion, parameters)}`]);
+		}
+		await n8n.cli([
+			'import:credentials',
+			`--input=${tempJson('aws.json', [{ id: 'awsLocal', name: 'Local S3', type: 'aws', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, temporaryCredentials: false, customEndpoints: true, s3Endpoint: s3.endpoint } }])}`,
+		]);
+		await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
+		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		await n8n.start();
+		await activate(hooked);
+	}, 40 * 60 * 1000);
+
+	beforeEach(() => sb?.clearFaults());
+
+	afterAll(async () => {
+		await n8n?.stop();
+		await sb?.close();
+		await s3?.close();
+	});
+
+	test.each([
+		['the original workflow (loadWorkflow: false), node version 1.2', 'wfPayRetryOrig1', 'pay-once-original', 'a', false],
+		['the saved workflow (loadWorkflow: true), node version 1.1', 'wfPayRetrySaved', 'pay-once-saved', 'b', true],
+	] as const)("a batch fails at its fourth order; n8n's Retry with %s: every item one job, one charge", async (_name, workflowId, hook, list, loadWorkflow) => {
+		// From the fourth order on, the service answers 500 to every attempt (the node makes six), so the
+		// execution fails with three orders placed.
+		sb.injectFault('POST /jobs', { status: 500, after: 3, times: 1000 });
+		expect(await call(hook)).toBe(200);
+		const failed = await waitFor('the execution to fail', async () => (await executions(workflowId)).find((e) => e.status === 'error'));
+		const orderedFirst = jobsOf(failing[list]).map((j) => j.id);
+		expect(orderedFirst).toHaveLength(3);
+
+		sb.clearFaults();
+		const retried = await retry(workflowId, failed.id, loadWorkflow);
+		expect(retried.status).toBe('success');
+		expect(jobsOf(failing[list])).toHaveLength(5);
+		expect(chargesOf(failing[list])).toHaveLength(5);
+		const out = (await runDataOf(retried.id)).Order[0].data!.main![0]!;
+		expect(out.map((i) => i.json.media)).toEqual(failing[list].map((url) => expect.objectContaining({ url })));
+		expect(out.filter((i) => i.json.idempotent_replayed === true).map((i) => i.json.id).sort()).toEqual([...orderedFirst].sort());
+		console.log(`n8n ${version}, Retry (loadWorkflow: ${loadWorkflow}): 5 items → ${jobsOf(failing[list]).length} jobs, ${chargesOf(failing[list]).length} charges; ${orderedFirst.length} replayed`);
+	}, 240000);
+
+	test.each([
+		['Custom Key (the templates), node version 1.1', 'wfPayBinCustom1'],
+		['Automatic, node version 1.2', 'wfPayBinAuto001'],
+	])('Binary File with %s, run twice: one upload, one job and one charge per file; the second run replayed, no 409', async (_name, workflowId) => {
+		const before = { jobs: sb.ledger.jobs.length, uploads: sb.ledger.uploads.length, charges: sb.ledger.charges.length };
+		const postsBefore = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length;
+		await n8n.cli(['execute', `--id=${workflowId}`]);
+		await n8n.cli(['execute', `--id=${workflowId}`]);
+		const after = { jobs: sb.ledger.jobs.length - before.jobs, uploads: sb.ledger.uploads.length - before.uploads, charges: sb.ledger.charges.length - before.charges };
+		expect(after).toEqual({ jobs: 2, uploads: 2, charges: 2 });
+		const statuses = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').slice(postsBefore).map((r) => r.status);
+		expect(statuses.sort()).toEqual([200, 200, 201, 201]);
+		console.log(`n8n ${version}, ${workflowId} run twice: 2 files → ${after.uploads} uploads, ${after.jobs} jobs, ${after.charges} charges, POST /jobs ${statuses.join(',')}`);
+	}, 240000);
+
+	test('n8n is killed during a Poll wait; after the restart, the crashed execution\'s Retry pays for nothing more and hands on the jobs first ordered', async () => {
+		expect(await call('pay-once-crash')).toBe(200);
+		await waitFor('three orders', async () => (jobsOf(waiting).length === 3 ? true : undefined));
+		const first = jobsOf(waiting).map((j) => j.id);
+		await new Promise((r) => setTimeout(r, 2500)); // a poll round or so into the wait
+		await n8n.kill();
+		await n8n.start();
+		const crashed = await waitFor('the execution to be marked crashed', async () => (await executions('wfPayCrashPoll1')).find((e) => e.status === 'crashed'));
+
+		const retrying = retry('wfPayCrashPoll1', crashed.id, false);
+		// The jobs finish while the retry waits for them.
+		await waitFor('the retry to replay the orders', async () => (sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && r.status === 200 && waiting.includes(r.body?.media_url as string)).length >= 3 ? true : undefined));
+		for (const id of first) sb.completeJob(id);
+		const retried = await retrying;
+		expect(retried.status).toBe('success');
+		expect(jobsOf(waiting)).toHaveLength(3);
+		expect(chargesOf(waiting)).toHaveLength(3);
+		const next = (await runDataOf(retried.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(
+			waiting.map((url) => [jobsOf([url])[0].id, 'completed', true]),
+		);
+		console.log(`n8n ${version}, crash during Poll then Retry: 3 items → ${jobsOf(waiting).length} jobs, ${chargesOf(waiting).length} charges`);
+	}, 300000);
+
+	test('the S3 template run twice against a real S3-compatible server: the second run downloads and orders nothing', async () => {
+		await s3.put('incoming/keynote.mp4', Buffer.alloc(1024 * 1024, 'keynote'));
+		await s3.put('incoming/panel.mp4', Buffer.alloc(1024 * 1024, 'panel'));
+		const objectReads = () => s3.requests.filter((r) => r.method === 'GET' && /\/incoming\/[^?]+\.mp4/.test(r.url) && r.status === 200).length;
+		const s3Jobs = () => sb.ledger.jobs.filter((j) => String(j.idempotencyKey).startsWith('s3-'));
+		const s3Posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && String(r.idempotencyKey).startsWith('s3-'));
+
+		await n8n.cli(['execute', '--id=wfPayS3Template']);
+		expect({ downloads: objectReads(), uploads: sb.ledger.uploads.filter((u) => /keynote|panel/.test(String(u.filename))).length, jobs: s3Jobs().length }).toEqual({ downloads: 2, uploads: 2, jobs: 2 });
+		expect(s3Jobs().map((j) => j.body.metadata)).toEqual(expect.arrayContaining([{ s3_bucket: s3.bucket, s3_key: 'incoming/keynote.mp4' }, { s3_bucket: s3.bucket, s3_key: 'incoming/panel.mp4' }]));
+
+		const listed = s3.requests.filter((r) => r.url.includes('list-type=2')).length;
+		await n8n.cli(['execute', '--id=wfPayS3Template']);
+		expect(s3.requests.filter((r) => r.url.includes('list-type=2')).length).toBe(listed + 1);
+		expect({ downloads: objectReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ downloads: 2, jobs: 2, orders: 2 });
+
+		// A new object: only it is downloaded and ordered.
+		await s3.put('incoming/q-and-a.mp4', Buffer.alloc(1024 * 1024, 'q and a'));
+		await n8n.cli(['execute', '--id=wfPayS3Template']);
+		expect({ downloads: objectReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ downloads: 3, jobs: 3, orders: 3 });
+		console.log(`n8n ${version}, S3 template run 3 times (2 objects, then a third): ${objectReads()} downloads, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent`);
+	}, 240000);
+});

@@ -1,0 +1,80 @@
+// A real S3-compatible server on loopback for the tests: @20minutes/s3rver 4.0.4 (a maintained
+// fork of s3rver that checks Signature Version 4, in headers and in presigned URLs; plain s3rver
+// accepts any signature). Every request is logged, so a test can count what reached the store.
+// Why not a Debian package: Debian 12 has no MinIO or other small S3 server, only Ceph's radosgw,
+// which needs a Ceph cluster.
+import { mkdtempSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+/** SHA-256 of an empty body. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+export interface S3Request {
+	method: string;
+	/** Path and query, as received. */
+	url: string;
+	status: number;
+}
+
+export interface S3Server {
+	/** http://127.0.0.1:<port> */
+	endpoint: string;
+	accessKeyId: string;
+	secretAccessKey: string;
+	bucket: string;
+	requests: S3Request[];
+	/** Stores an object, as a PUT with the server's own credentials would (no signature needed here). */
+	put(key: string, body: Buffer | string): Promise<void>;
+	close(): Promise<void>;
+}
+
+interface S3rverLike {
+	configureBuckets(): Promise<void>;
+	callback(): (req: IncomingMessage, res: ServerResponse) => void;
+	store: { putObject(object: unknown): Promise<unknown> };
+}
+
+/**
+ * Starts the server with one bucket. Its name has a dot on purpose: n8n's AWS S3 node talks to a
+ * custom endpoint path-style only for such names (otherwise it goes to <bucket>.s3.amazonaws.com).
+ */
+export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
+	// eslint-disable-next-line @typescript-eslint/no-require-imports
+	const S3rver = require('@20minutes/s3rver') as new (options: object) => S3rverLike;
+	const directory = mkdtempSync(path.join(tmpdir(), 'captioning-s3-'));
+	const s3 = new S3rver({ silent: true, directory, configureBuckets: [{ name: bucket }] });
+	await s3.configureBuckets();
+	const handle = s3.callback();
+	const requests: S3Request[] = [];
+	const server = createServer((req, res) => {
+		// n8n 1.x signs with aws4, which for a non-AWS host leaves out x-amz-content-sha256; for the
+		// bodiless requests it sends, the hash it signed is the empty body's, so the check still holds.
+		if (req.headers.authorization && !req.headers['x-amz-content-sha256']) req.headers['x-amz-content-sha256'] = EMPTY_SHA256;
+		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0 };
+		requests.push(entry);
+		res.on('finish', () => (entry.status = res.statusCode));
+		handle(req, res);
+	});
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+	return {
+		endpoint,
+		accessKeyId: 'S3RVER',
+		secretAccessKey: 'S3RVER',
+		bucket,
+		requests,
+		async put(key, body) {
+			// A plain PUT: s3rver lets unsigned requests through (only wrong signatures are refused).
+			const res = await fetch(`${endpoint}/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, { method: 'PUT', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'video/mp4' } });
+			if (!res.ok) throw new Error(`PUT ${key}: ${res.status} ${await res.text()}`);
+		},
+		async close() {
+			server.closeAllConnections();
+			await new Promise((resolve) => server.close(resolve));
+		},
+	};
+}
