@@ -186,6 +186,8 @@ export interface RunOptions {
 	webhookWaitingBaseUrl?: string;
 	/** Resolves with the AbortController n8n uses to cancel the run. */
 	onStart?: (cancel: () => void) => void;
+	/** Goes on with a saved execution (a waiting one, as n8n resumes it) instead of starting anew. */
+	resumeFrom?: IRunExecutionData;
 }
 
 export interface RunResult {
@@ -271,7 +273,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	});
 
 	const start = workflow.getStartNode() ?? options.nodes[0];
-	const runExecutionData: IRunExecutionData = {
+	const runExecutionData: IRunExecutionData = options.resumeFrom ?? {
 		startData: {},
 		resultData: { runData: {} },
 		executionData: {

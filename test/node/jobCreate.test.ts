@@ -231,14 +231,15 @@ describe('waiting for completion', () => {
 		expect(run.items[0].json).toMatchObject({ id: sb.ledger.jobs[0].id, status: 'queued' });
 	});
 
-	test.each<[string, IDataObject, IDataObject[], RegExp]>([
-		['n8n without HTTPS', {}, [{}], /n8n's webhook address http:\/\/127\.0\.0\.1:5678 is not HTTPS/],
-		['more than one item', {}, [{}, {}], /takes one item per execution; this node received 2/],
-		['a Webhook URL option as well', { options: { webhookUrl: 'https://hooks.example.com/x' } }, [{}], /cannot be combined with Wait for Completion: On Webhook/],
-	])('On Webhook refuses %s before ordering', async (_name, params, items, message) => {
+	test.each<[string, IDataObject, IDataObject[], RegExp, number]>([
+		['n8n without HTTPS', {}, [{}], /n8n's webhook address http:\/\/127\.0\.0\.1:5678 is not HTTPS/, 1.2],
+		['more than one item in node version 1', {}, [{}, {}], /takes one item per execution in node version 1; this node received 2/, 1],
+		['a Webhook URL option as well', { options: { webhookUrl: 'https://hooks.example.com/x' } }, [{}], /cannot be combined with Wait for Completion: On Webhook/, 1.2],
+	])('On Webhook refuses %s before ordering', async (_name, params, items, message, typeVersion) => {
 		const run = await runCaptioning(sb, create({ waitForCompletion: 'webhook', timeout: 10, ...params }), {
 			input: items.map((json) => ({ json })),
 			webhookWaitingBaseUrl: _name === 'n8n without HTTPS' ? undefined : 'https://n8n.example.com/webhook-waiting',
+			settings: { typeVersion },
 		});
 		expect(run.failure).toMatchObject({ name: 'NodeOperationError', message: expect.stringMatching(message) });
 		expect(sb.ledger.requests).toHaveLength(0);

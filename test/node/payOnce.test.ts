@@ -66,7 +66,15 @@ describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then
 			workflowId,
 			settings: { typeVersion },
 			mode: 'trigger',
-			onStart: (cancel) => setTimeout(cancel, 300),
+			// Once the three orders are in (and the wait has begun).
+			onStart: (cancel) => {
+				const check = setInterval(() => {
+					if (sb.ledger.jobs.length === 3) {
+						clearInterval(check);
+						setTimeout(cancel, 100);
+					}
+				}, 10);
+			},
 		});
 		expect(crashed.items).toHaveLength(0);
 		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
@@ -75,7 +83,10 @@ describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then
 		const retried = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'retry' });
 		expect(retried.failure).toBeUndefined();
 		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
-		expect(retried.items.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(first.map((id) => [id, 'completed', true]));
+		// Each item gets the job first ordered for it (binary orders go out concurrently, in any order).
+		const jobFor = (item: INodeExecutionData) => sb.ledger.jobs.find((j) => (source === 'url' ? j.body.media_url === item.json.url : j.body.title === `${String(item.json.name)}.mp4`))!.id;
+		expect(first).toHaveLength(3);
+		expect(retried.items.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(input.map((item) => [jobFor(item), 'completed', true]));
 		expect(posts().filter((r) => r.status === 409)).toHaveLength(0);
 	});
 });

@@ -24,6 +24,8 @@ import type { EditorPage } from './browser';
 import { ensureChromium, launch, openEditor } from './browser';
 
 const VERSION = '2.41.1';
+/** The Captioning node's version that n8n gives a node added now. */
+const NODE_VERSION = 1.2;
 const CREDENTIAL_ID = 'captioningSandbox';
 const OWNER = { email: 'owner@example.com', password: 'Passw0rd-for-e2e' };
 const root = path.resolve(__dirname, '../..');
@@ -41,9 +43,9 @@ function operations(): Array<{ resource: string; operation: string; label: strin
 	});
 }
 
-/** What n8n's panel should show for these parameters (node version 1.1): fields and their defaults, collections. */
+/** What n8n's panel should show for these parameters (the node version new nodes get): fields and their defaults, collections. */
 function expectedPanel(parameters: INodeParameters) {
-	const node = { typeVersion: 1.1 };
+	const node = { typeVersion: NODE_VERSION };
 	const values = NodeHelpers.getNodeParameters(description.properties, parameters, true, false, node, description) ?? {};
 	const shown = description.properties.filter((p) => NodeHelpers.displayParameter(values, p, node, description));
 	const byName = new Map<string, INodeProperties>();
@@ -134,9 +136,9 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await n8n.cli(['import:workflow', `--input=${example('store-captions.json', 'uiStoreCaptions1')}`]);
 		// One Captioning node per operation as n8n adds it (defaults), a Job → Create filled in, one with no Media URL.
 		const nodes = [
-			...ops.map((o, i) => ({ id: `op${i}`, name: o.label, type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [i * 220, 0], parameters: { resource: o.resource, operation: o.operation }, credentials })),
-			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
-			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: 1.1, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
+			...ops.map((o, i) => ({ id: `op${i}`, name: o.label, type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [i * 220, 0], parameters: { resource: o.resource, operation: o.operation }, credentials })),
+			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
+			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
 			{ id: 'agent', name: 'AI Agent', type: '@n8n/n8n-nodes-langchain.agent', typeVersion: 3.1, position: [440, 300], parameters: {} },
 		];
 		await n8n.cli(['import:workflow', `--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections: {}, settings: {} })}`]);

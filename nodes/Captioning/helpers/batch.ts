@@ -78,6 +78,8 @@ export class Batch {
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
 	readonly replays = new Set<string>();
+	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
+	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;
 
 	constructor(ctx: IExecuteFunctions) {
 		this.waiter = new JobWaiter(ctx);
@@ -158,5 +160,7 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 		}
 	}
 	if (failure) throw withOrdered(failure, batch);
-	return outputs.flatMap((o) => o ?? []);
+	const result = outputs.flatMap((o) => o ?? []);
+	await batch.afterRun?.(result);
+	return result;
 }

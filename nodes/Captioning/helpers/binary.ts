@@ -63,3 +63,65 @@ export async function fileSha256(file: InputFile): Promise<string> {
 	else for await (const chunk of body) hash.update(chunk as Buffer);
 	return hash.digest('hex');
 }
+
+/** How much of a file its probe reads. */
+const PROBE_BYTES = 1024 * 1024;
+
+/** The file's size and the SHA-256 of its first MiB: equal for a file sent before, rarely for another. */
+export async function fileProbe(file: InputFile): Promise<string> {
+	const hash = createHash('sha256');
+	const body = await file.open();
+	if (Buffer.isBuffer(body)) {
+		hash.update(body.subarray(0, PROBE_BYTES));
+	} else {
+		let read = 0;
+		for await (const chunk of body) {
+			const part = (chunk as Buffer).subarray(0, PROBE_BYTES - read);
+			hash.update(part);
+			read += part.length;
+			if (read >= PROBE_BYTES) break;
+		}
+		(body as unknown as StoreStream).destroy();
+	}
+	return `${file.size}:${hash.digest('hex')}`;
+}
+
+/** A stream of n8n's binary store, as far as this file uses it (node:stream is not for community nodes). */
+interface StoreStream extends AsyncIterable<Buffer> {
+	destroy(): void;
+	constructor: { from(source: AsyncIterable<Buffer>, options: { objectMode: false }): FileBody };
+}
+
+/** The file, opened so that each read hashes the bytes on their way: its SHA-256 once one read ended. */
+export function hashingReads(file: InputFile): { file: InputFile; sha256: () => string } {
+	let digest: string | undefined;
+	const open = async (): Promise<FileBody> => {
+		const body = await file.open();
+		const hash = createHash('sha256');
+		if (Buffer.isBuffer(body)) {
+			digest = hash.update(body).digest('hex');
+			return body;
+		}
+		digest = undefined;
+		const source = body as unknown as StoreStream;
+		let read = 0;
+		async function* hashed() {
+			for await (const chunk of source) {
+				hash.update(chunk);
+				read += chunk.length;
+				// Done with the last byte: the request may end before it asks the stream for its end.
+				if (read === file.size) digest = hash.digest('hex');
+				yield chunk;
+			}
+		}
+		// The stream class's own Readable.from: the request pulls, so backpressure holds.
+		return source.constructor.from(hashed(), { objectMode: false });
+	};
+	return {
+		file: { ...file, open },
+		sha256: () => {
+			if (digest === undefined) throw new Error('the file was not read to its end');
+			return digest;
+		},
+	};
+}

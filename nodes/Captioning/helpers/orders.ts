@@ -10,7 +10,7 @@ import { NodeApiError } from 'n8n-workflow';
 import { apiRequest, jobPages, segment } from '../transport';
 import { uploadFile } from '../transport/files';
 import type { InputFile } from './binary';
-import { fileSha256 } from './binary';
+import { fileProbe, fileSha256, hashingReads } from './binary';
 import { automaticKey, canonicalJson, generationKey, orderFingerprint, orderIdentity } from './idempotency';
 import { Remembered } from './remembered';
 import type { CreateJobBody, Job } from './types';
@@ -112,41 +112,63 @@ export function deskOf(ctx: IExecuteFunctions): OrderDesk {
 	return desk;
 }
 
-/** A file's SHA-256, read once per execution (a Retry On Fail or the execution's Retry reuses it). */
-async function digestOnce(ctx: IExecuteFunctions, file: InputFile): Promise<string> {
+/** The node context's memory of files this execution read: their SHA-256 by binary identity. */
+function digestsOf(ctx: IExecuteFunctions): Record<string, string> {
 	const context = ctx.getContext('node') as IDataObject;
-	const digests = (context.captioningDigests ??= {}) as Record<string, string>;
-	digests[file.identity] ??= await fileSha256(file);
-	return digests[file.identity];
+	return (context.captioningDigests ??= {}) as Record<string, string>;
 }
 
-/** The item's Idempotency-Key and the file's SHA-256 (keyed Binary File orders); none with Idempotency: None. */
-async function keyOf(ctx: IExecuteFunctions, order: Order, desk: OrderDesk): Promise<{ key?: string; sha?: string; identity: string }> {
+/** The uploads this execution made or found, by key and SHA-256 (Retry On Fail, the execution's Retry). */
+function uploadsOf(ctx: IExecuteFunctions): Record<string, string> {
+	const context = ctx.getContext('node') as IDataObject;
+	return (context.captioningUploads ??= {}) as Record<string, string>;
+}
+
+/** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
+async function keyOf(ctx: IExecuteFunctions, order: Order, desk: OrderDesk, sha?: string): Promise<{ key?: string; identity: string }> {
 	if (order.idempotency === 'none') return { identity: '' };
-	const sha = order.file ? await digestOnce(ctx, order.file) : undefined;
 	const identity = orderIdentity(order.body, sha);
-	if (order.idempotency === 'custom') return { key: order.customKey, sha, identity };
-	if (ctx.getNode().typeVersion >= 1.2) return { key: automaticKey(orderFingerprint(ctx, identity)), sha, identity };
-	return { key: await generationKey(ctx, orderFingerprint(ctx, identity, order.occurrence), desk.remembered), sha, identity };
+	if (order.idempotency === 'custom') return { key: order.customKey, identity };
+	if (ctx.getNode().typeVersion >= 1.2) return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
+	return { key: await generationKey(ctx, orderFingerprint(ctx, identity, order.occurrence), desk.remembered), identity };
 }
 
 /**
- * The upload id for a Binary File order: the one this key already carried this file with (so a
- * repeat sends the same body and is replayed), or a new upload, remembered.
+ * A keyed Binary File order's file: its SHA-256 and, when this node has never sent a file like it,
+ * its upload. The first MiB and the size tell a file never sent (upload at once, hashing the bytes
+ * on their way: one read) from one that may have been (hash first, then look for its upload).
  */
-async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, key?: string, sha?: string): Promise<string> {
-	const context = ctx.getContext('node') as IDataObject;
-	const uploads = (context.captioningUploads ??= {}) as Record<string, string>;
-	// Without a key the upload is kept for this execution and item only (Retry On Fail).
-	const mark = key && sha ? `${key} ${sha}` : `${i}:${file.identity}`;
+async function readFile(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk): Promise<{ sha: string; uploadId?: string }> {
+	const digests = digestsOf(ctx);
+	if (digests[file.identity]) return { sha: digests[file.identity] };
+	const probe = await fileProbe(file);
+	const maybeSent = desk.remembered ? (await desk.remembered.record([`probe ${probe}`])).size > 0 : true;
+	if (maybeSent) {
+		digests[file.identity] = await fileSha256(file);
+		return { sha: digests[file.identity] };
+	}
+	const hashing = hashingReads(file);
+	const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
+	digests[file.identity] = hashing.sha256();
+	return { sha: digests[file.identity], uploadId };
+}
+
+/**
+ * The upload id for a keyed Binary File order: the one this key already carried this file with (so
+ * a repeat sends the same body and is replayed), or a new upload; remembered either way.
+ */
+async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, key: string, sha: string, fresh?: string): Promise<string> {
+	const uploads = uploadsOf(ctx);
+	const mark = `${key} ${sha}`;
 	if (uploads[mark]) return uploads[mark];
-	if (key && sha && desk.remembered && (await desk.remembered.record([`file ${key} ${sha}`])).size > 0) {
+	const known = await desk.remembered?.record([`file ${key} ${sha}`]);
+	if (!fresh && known && known.size > 0) {
 		const earlier = await desk.findUpload(key, sha);
 		if (earlier) return (uploads[mark] = earlier);
 	}
-	const upload = await uploadFile(ctx, file, i);
-	if (key && sha) await desk.remembered?.record([`upload ${key} ${sha} ${upload.id}`]);
-	return (uploads[mark] = upload.id);
+	const uploadId = fresh ?? (await uploadFile(ctx, file, i)).id;
+	await desk.remembered?.record([`upload ${key} ${sha} ${uploadId}`]);
+	return (uploads[mark] = uploadId);
 }
 
 /**
@@ -155,14 +177,21 @@ async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, des
  */
 export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order): Promise<Placed> {
 	const desk = deskOf(ctx);
-	const { key, sha, identity } = await keyOf(ctx, order, desk);
 	const body = { ...order.body };
-	if (key === undefined) {
-		if (order.file) body.upload_id = await uploadFor(ctx, i, order.file, desk);
+	const file = order.file;
+	if (order.idempotency === 'none') {
+		if (file) {
+			// Kept for this execution and item only, so that a Retry On Fail sends the same order.
+			const uploads = uploadsOf(ctx);
+			uploads[`${i}:${file.identity}`] ??= (await uploadFile(ctx, file, i)).id;
+			body.upload_id = uploads[`${i}:${file.identity}`];
+		}
 		return await placeWithoutKey(ctx, i, body);
 	}
+	const read = file ? await readFile(ctx, i, file, desk) : undefined;
+	const { key, identity } = (await keyOf(ctx, order, desk, read?.sha)) as { key: string; identity: string };
 	return await desk.shared(key, identity, async () => {
-		if (order.file) body.upload_id = await uploadFor(ctx, i, order.file, desk, key, sha);
+		if (file && read) body.upload_id = await uploadFor(ctx, i, file, desk, key, read.sha, read.uploadId);
 		try {
 			const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
 			return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };

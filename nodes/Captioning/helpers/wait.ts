@@ -1,11 +1,12 @@
 // Waiting for jobs inside the node (Wait for Completion: Poll). All jobs a node run waits for are
 // checked together, one round per interval: a round reads the job list (newest first, 100 a page)
 // as far back as the oldest pending job, and reads one by one only what those pages did not hold,
-// so 100 pending jobs cost a couple of reads, not 100. Sleeps use n8n's sleep, so cancelling the
-// execution ends the wait.
+// so 100 pending jobs cost a couple of reads, not 100 (readJobsTogether, which On Webhook's events
+// use too). Sleeps use n8n's sleep, so cancelling the execution ends the wait.
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
+import type { ApiContext } from '../transport';
 import { apiRequest, cancelSignal, jobPages, pause, segment } from '../transport';
 import type { Job } from './types';
 
@@ -23,6 +24,33 @@ interface Pending {
 	timeoutMinutes: number;
 	resolve: (job: Job) => void;
 	reject: (error: Error) => void;
+}
+
+/**
+ * Reads many jobs at once (Poll's rounds, On Webhook's events): the job list, newest first, as
+ * far back as the oldest of them, then one by one only what those pages did not hold (many jobs
+ * ordered elsewhere meanwhile) or a single job.
+ */
+export async function readJobsTogether(ctx: ApiContext, jobs: Job[], priority?: number): Promise<Map<string, Job>> {
+	const read = new Map<string, Job>();
+	const unseen = new Set(jobs.map((job) => job.id));
+	if (unseen.size > 1) {
+		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
+		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
+		let pages = 0;
+		for await (const page of jobPages(ctx, {}, { priority })) {
+			for (const job of page) if (unseen.delete(job.id)) read.set(job.id, job);
+			// Newest first: past the oldest of them, the list holds none of them.
+			const last = page.at(-1);
+			if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
+		}
+	}
+	await Promise.all(
+		[...unseen].map(async (id) => {
+			read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority })).body);
+		}),
+	);
+	return read;
 }
 
 export class JobWaiter {
@@ -79,25 +107,8 @@ export class JobWaiter {
 	/** One read of every pending job, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
 		this.rounds += 1;
-		const unseen = new Set(this.pending.keys());
-		if (unseen.size > 1) {
-			const oldest = Math.min(...[...this.pending.values()].map((e) => Date.parse(e.job.created_at)));
-			const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
-			let pages = 0;
-			for await (const page of jobPages(this.ctx, {}, { priority: ROUND_PRIORITY })) {
-				for (const job of page) if (unseen.delete(job.id)) this.update(job);
-				// Newest first: past the oldest pending job, the list holds none of them.
-				const last = page.at(-1);
-				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
-			}
-		}
-		// Jobs the pages did not reach (many jobs ordered elsewhere meanwhile), or a single job.
-		await Promise.all(
-			[...unseen].map(async (id) => {
-				const { body } = await apiRequest<Job>(this.ctx, 'GET', `/jobs/${segment(id)}`, { priority: ROUND_PRIORITY });
-				this.update(body);
-			}),
-		);
+		const read = await readJobsTogether(this.ctx, [...this.pending.values()].map((e) => e.job), ROUND_PRIORITY);
+		for (const job of read.values()) this.update(job);
 	}
 
 	private update(job: Job): void {

@@ -1,21 +1,29 @@
-// Wait for Completion: On Webhook. The job is ordered with this execution's resume URL and the
-// execution sleeps in n8n's database (n8n's send-and-wait pattern); the service's event resumes it.
-import type { IDataObject, IExecuteFunctions, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
+// Wait for Completion: On Webhook. Every job of the run is ordered with this execution's resume URL
+// and the execution sleeps in n8n's database (n8n's send-and-wait pattern): nothing polls, nothing
+// is held, restarts and execution time limits do not touch it. It resumes once, when the service's
+// events show every job of the batch completed or cancelled.
+// What n8n keeps of a waiting execution is the node's input. So the node leaves the jobs as ordered
+// there: the resume webhook reads the batch from it (a waiting webhook can keep no state of its
+// own; the service is the record of how far the jobs are), and a resume by Timeout, which passes
+// that input on unchanged, hands on the jobs rather than the trigger's item.
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import type { CaptioningEvent } from './events';
-import { eventProblem, readBackEvent, respond } from './events';
-import type { CreateJobBody } from './types';
+import { destinationProblem, eventProblem, readBackEvent, respond, verificationProblem } from './events';
+import { EVENT_OF_STATUS } from './triggers';
+import type { CreateJobBody, Job } from './types';
+import { isFinal, readJobsTogether } from './wait';
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
- * before anything is ordered: the service only calls HTTPS, and one execution waits for one job.
+ * before anything is ordered: the service only calls HTTPS. Node version 1 waits for one item.
  */
 export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
-	if (ctx.getInputData().length !== 1) {
-		throw new NodeOperationError(ctx.getNode(), `Wait for Completion: On Webhook takes one item per execution; this node received ${ctx.getInputData().length}`, {
+	if (ctx.getNode().typeVersion < 1.1 && ctx.getInputData().length !== 1) {
+		throw new NodeOperationError(ctx.getNode(), `Wait for Completion: On Webhook takes one item per execution in node version 1; this node received ${ctx.getInputData().length}`, {
 			itemIndex: i,
-			description: 'An execution can wait for one job. For batches use Wait for Completion: Poll, or send each item to its own execution (e.g. an Execute Workflow node).',
+			description: 'Add the Captioning node anew (version 1.1 and later wait for whole batches), use Wait for Completion: Poll, or send each item to its own execution.',
 		});
 	}
 	if (body.webhook_url) {
@@ -39,21 +47,67 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 }
 
 /**
- * Resumes an execution waiting in Job → Create (On Webhook) with the job of the service's event.
- * n8n checks the resume token in the URL; the event is also checked against the job as read
- * back, which must have been ordered with this execution's URL.
+ * Puts the execution to sleep until the events (or the Timeout), leaving the run's outputs (the
+ * jobs as ordered, error items too) where n8n keeps the node's input.
+ */
+export async function sleepUntilEvents(ctx: IExecuteFunctions, outputs: INodeExecutionData[], until: Date): Promise<void> {
+	ctx.getExecuteData().data.main[0] = outputs.map((item) => ({ json: item.json, pairedItem: item.pairedItem }));
+	await ctx.putExecutionToWait(until);
+}
+
+const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
+
+/**
+ * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
+ * URL; the event's job must be one of this execution's, in the workspace, with the status the
+ * event says, and ordered with this URL. The batch is read back together (a page of the job list
+ * for up to 100 jobs); until every job is final the event is answered and the execution sleeps on.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
 	const problem = eventProblem(body);
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	const read = await readBackEvent(this, event);
-	if ('error' in read) return respond(this, read.status, { error: read.error });
-	const { job } = read;
-	return {
-		webhookResponse: { received: true, resumed: true },
-		workflowData: [[{ json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
-	};
+	const waiting = (this.evaluateExpression('{{ $input.all() }}') as INodeExecutionData[] | undefined) ?? [];
+	const batch = waiting.filter((item) => isJob(item.json)).map((item) => item.json as unknown as Job);
+	// An execution put to wait by an earlier release of this package left the trigger's item there.
+	if (batch.length === 0) return await resumeWithEventJob(this, event);
+	if (!batch.some((job) => job.id === event.data.id)) {
+		return respond(this, 403, { error: `Event refused: job ${event.data.id} is not one this execution waits for.` });
+	}
+	let jobs: Map<string, Job>;
+	try {
+		jobs = await readJobsTogether(this, batch);
+	} catch (error) {
+		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
+	}
+	const job = jobs.get(event.data.id)!;
+	const refused = verificationProblem(event, job);
+	if (refused) return respond(this, 409, { error: `Event refused: ${refused}.` });
+	const elsewhere = destinationProblem(job, this.getRequestObject().originalUrl);
+	if (elsewhere) return respond(this, 403, { error: `Event refused: ${elsewhere}.` });
+	const open = [...jobs.values()].filter((j) => !isFinal(j));
+	if (open.length > 0) return { webhookResponse: { received: true, resumed: false, waitingFor: open.length } };
+	const output = waiting.map((item): INodeExecutionData => {
+		if (!isJob(item.json)) return item;
+		const read = jobs.get(item.json.id as string)!;
+		return {
+			json: { ...(read as unknown as IDataObject), idempotent_replayed: item.json.idempotent_replayed, event_type: EVENT_OF_STATUS[read.status], event_id: read.id === event.data.id ? event.id : null },
+			pairedItem: item.pairedItem,
+		};
+	});
+	// Answered before n8n resumes: when the last events arrive at once, each sees the batch complete,
+	// n8n resumes the execution once and would answer the others 500 though they were handled.
+	respond(this, 200, { received: true, resumed: true });
+	return { noWebhookResponse: true, workflowData: [output] };
 }
 
+/** The execution waits for the event's job alone (as the node did before it waited for batches). */
+async function resumeWithEventJob(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
+	const read = await readBackEvent(ctx, event);
+	if ('error' in read) return respond(ctx, read.status, { error: read.error });
+	return {
+		webhookResponse: { received: true, resumed: true },
+		workflowData: [[{ json: { ...(read.job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
+	};
+}

@@ -10,7 +10,7 @@ import { checkCustomKey } from '../../helpers/idempotency';
 import type { Order } from '../../helpers/orders';
 import { deskOf, placeOrder, replaysOf } from '../../helpers/orders';
 import type { CreateJobBody } from '../../helpers/types';
-import { resumeUrlFor } from '../../helpers/webhookWait';
+import { resumeUrlFor, sleepUntilEvents } from '../../helpers/webhookWait';
 import { inputFileField } from '../upload/create.operation';
 
 const properties: INodeProperties[] = [
@@ -273,9 +273,15 @@ const properties: INodeProperties[] = [
 			{
 				name: 'On Webhook',
 				value: 'webhook',
-				description: 'Put the execution to sleep and resume it when the service reports the job completed or cancelled. n8n must be reachable over HTTPS; one item per execution.',
+				description:
+					'Durable: the execution sleeps in n8n\'s database (no process held; restarts and n8n Cloud\'s time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.',
 			},
-			{ name: 'Poll', value: 'poll', description: 'Check the job at an interval and output it once completed or cancelled. All items of a run are ordered first and checked together.' },
+			{
+				name: 'Poll',
+				value: 'poll',
+				description:
+					'Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution\'s Retry then replays the orders and waits again)',
+			},
 		],
 		default: 'none',
 		description: 'Whether the node waits for the captions before passing the job on',
@@ -296,7 +302,8 @@ const properties: INodeProperties[] = [
 		typeOptions: { minValue: 1 },
 		default: 120,
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
-		description: 'How long to wait. Poll then fails the item; On Webhook resumes with the job as ordered. The job itself goes on and is not charged again.',
+		description:
+			'How long to wait. Poll then fails the item; On Webhook resumes with the jobs as ordered (ID and status, to check later with Job → Get). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud\'s), a resume by Timeout counts from the execution\'s start: a Timeout longer than the limit ends in a cancel.',
 	},
 	batchingField,
 ];
@@ -335,7 +342,7 @@ export async function execute(this: IExecuteFunctions, i: number, order: Order):
 	batch.replays.add(replaysOf(this, order));
 	let job = placed.job;
 	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
-	// The output until the service's event resumes the execution (or the timeout does, with this job).
-	if (order.wait === 'webhook') await this.putExecutionToWait(new Date(Date.now() + order.timeout * 60000));
+	// Once every item is ordered, the execution sleeps until the events say all jobs are final.
+	if (order.wait === 'webhook') batch.afterRun ??= async (outputs) => await sleepUntilEvents(this, outputs, new Date(Date.now() + order.timeout * 60000));
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
 }

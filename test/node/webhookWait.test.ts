@@ -1,0 +1,115 @@
+// Wait for Completion: On Webhook for whole batches, in n8n's engine against the sandbox: the
+// execution waits once for all its jobs, the service's events resume it when the last job is final
+// (test/harness/waiting.ts plays n8n's waiting webhooks), and a resume by Timeout hands on the jobs.
+import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
+
+import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
+import { node } from '../harness/n8n';
+import type { WaitingExecution } from '../harness/waiting';
+import { runUntilWaiting } from '../harness/waiting';
+import { MEDIA } from '../helpers/captioning';
+import { tlsPair } from '../helpers/https';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+
+let sb: Sandbox;
+let waiting: WaitingExecution | undefined;
+beforeAll(async () => {
+	sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+});
+afterAll(async () => await sb.close());
+beforeEach(() => {
+	sb.resetLedger();
+	sb.clearFaults();
+	sb.setWebhook({ duplicate: false, attempts: 1 });
+});
+afterEach(async () => {
+	await waiting?.close();
+	waiting = undefined;
+});
+
+let workflows = 0;
+const urls = (n: number): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?batch=${workflows}&item=${i}` } }));
+
+async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}, typeVersion = 1.2): Promise<WaitingExecution> {
+	const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60, ...params };
+	waiting = await runUntilWaiting({
+		nodes: [node('Captioning', 'captioning', parameters, { typeVersion })],
+		nodeName: 'Captioning',
+		nodeTypes: { captioning: new Captioning() },
+		credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+		input,
+		mode: 'webhook',
+		workflowId: `webhook-wait-${++workflows}`,
+	});
+	return waiting;
+}
+
+const jobIds = () => sb.ledger.jobs.map((j) => j.id);
+const reads = () => sb.ledger.requests.filter((r) => r.method === 'GET').length;
+
+test('five items: one wait; events of jobs whose siblings still run are answered and change nothing; the last resumes once, jobs paired in input order', async () => {
+	const w = await orderAndWait(urls(5));
+	expect(w.first.run.status).toBe('waiting');
+	expect(sb.ledger.jobs).toHaveLength(5);
+	// Every job was ordered with the same resume URL: this execution's, this node's.
+	expect(new Set(sb.ledger.jobs.map((j) => j.body.webhook_url)).size).toBe(1);
+	const order = jobIds();
+	const readsPerEvent: number[] = [];
+	for (const id of order.slice(0, 4).reverse()) {
+		const before = reads();
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		readsPerEvent.push(reads() - before);
+	}
+	expect(w.answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+	expect(w.answers.map((a) => (a.body as IDataObject).resumed)).toEqual([false, false, false, false]);
+	const before = reads();
+	sb.cancelJob(order[4], 'unsupported_language');
+	await sb.settleDeliveries();
+	readsPerEvent.push(reads() - before);
+	const done = await w.resumed;
+	expect(w.answers.at(-1)).toEqual({ status: 200, body: { received: true, resumed: true } });
+	expect(readsPerEvent.every((n) => n <= 2)).toBe(true);
+	const out = done.output('Captioning');
+	expect(out.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(order.map((id, i) => [id, i === 4 ? 'cancelled' : 'completed', { item: i }]));
+	expect(out[4].json).toMatchObject({ cancellation: { reason: 'unsupported_language' }, event_type: 'job.cancelled', event_id: expect.stringMatching(/^evt_/) });
+	expect(out[0].json).toMatchObject({ event_type: 'job.completed', event_id: null, idempotent_replayed: false });
+	expect(sb.ledger.charges).toHaveLength(5);
+});
+
+test('the last two events at the same moment: both answered 200, one resume', async () => {
+	const w = await orderAndWait(urls(5));
+	const order = jobIds();
+	for (const id of order.slice(0, 3)) sb.completeJob(id);
+	await sb.settleDeliveries();
+	sb.completeJob(order[3]);
+	sb.completeJob(order[4]);
+	await sb.settleDeliveries();
+	const done = await w.resumed;
+	expect(w.answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+	expect(w.answers.filter((a) => (a.body as IDataObject).resumed === true).length).toBeGreaterThanOrEqual(1);
+	expect(done.output('Captioning').map((i) => i.json.status)).toEqual(Array(5).fill('completed'));
+	expect(sb.ledger.deliveries.map((d) => d.status)).toEqual(Array(5).fill(200));
+});
+
+test.each([1.2, 1.1, 1])('node version %s: Timeout with no event hands on the jobs as ordered (id, status), not the input item', async (typeVersion) => {
+	const w = await orderAndWait(typeVersion === 1 ? urls(1) : urls(3), {}, typeVersion);
+	const done = await w.resumeByTime();
+	const out = done.output('Captioning');
+	expect(out.map((i) => [i.json.id, i.json.status, i.json.object])).toEqual(jobIds().map((id) => [id, 'queued', 'job']));
+	expect(out.every((i) => i.json.url === undefined)).toBe(true);
+});
+
+test('an event for a job this execution did not order is refused and resumes nothing', async () => {
+	const w = await orderAndWait(urls(2));
+	const [a] = jobIds();
+	const resumeUrl = String(sb.ledger.jobs[0].body.webhook_url);
+	// A job ordered elsewhere with this execution's URL (as a forger who learned it could).
+	const other = (await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: `${MEDIA}?elsewhere`, webhook_url: resumeUrl }) })).json()) as { id: string };
+	sb.completeJob(other.id);
+	sb.completeJob(a);
+	await sb.settleDeliveries();
+	expect(w.answers.map((x) => x.status).sort()).toEqual([200, 403]);
+	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({ error: `Event refused: job ${other.id} is not one this execution waits for.` });
+});
