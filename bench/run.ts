@@ -10,12 +10,18 @@
 //   7. paying once with a Binary File: Job → Create of the 2 GiB file (SHA-256 read, upload, order)
 //      and its repeat in the same workflow (SHA-256 read, upload found, order replayed), each against
 //      Upload → Create of the same file; peak RSS growth while hashing
+//   8. On Webhook for a batch of 100: reads the resume webhook sends per event received, and the time
+//      from the last event's delivery to the end of the resumed run (the next node's start, at most)
 import { execFile, spawn } from 'node:child_process';
+import type { IExecuteFunctions, INodeType } from 'n8n-workflow';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { binaryDataService, storeBinary } from '../test/harness/n8n';
+import { binaryDataService, node, storeBinary } from '../test/harness/n8n';
+import { runUntilWaiting } from '../test/harness/waiting';
+import { Captioning } from '../nodes/Captioning/Captioning.node';
+import { tlsPair } from '../test/helpers/https';
 import { runCaptioning } from '../test/helpers/captioning';
 import { generatedMedia } from '../test/helpers/media';
 import type { Sandbox } from '../test/helpers/sandbox';
@@ -146,6 +152,52 @@ async function repeatFigures() {
 		return { upload: median(upload), first: median(first), repeat: median(repeat), rssGrowthMiB: (peak - baseline) / 1024 ** 2 };
 	} finally {
 		sandbox.stop();
+	}
+}
+
+/** The node after Job → Create: passes its items on. */
+const nextNode: INodeType = {
+	description: { displayName: 'Next', name: 'noOp', group: ['transform'], version: 1, description: '', defaults: {}, inputs: ['main'], outputs: ['main'], properties: [] } as unknown as INodeType['description'],
+	async execute(this: IExecuteFunctions) {
+		return [this.getInputData()];
+	},
+};
+
+/** 100 items waiting On Webhook: the jobs complete one by one, the sandbox delivers each event. */
+async function webhookBatchFigures() {
+	const items = 100;
+	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+	try {
+		const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60 };
+		const waiting = await runUntilWaiting({
+			nodes: [node('Captioning', 'captioning', parameters, { typeVersion: 1.2 }), node('Next', 'noOp', {})],
+			connections: { Captioning: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
+			nodeName: 'Captioning',
+			nodeTypes: { captioning: new Captioning(), noOp: nextNode },
+			credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+			input: Array.from({ length: items }, (_, i) => ({ json: { url: `https://media.example.com/webhook-batch/${i}.mp4` } })),
+			mode: 'webhook',
+			workflowId: 'bench-webhook-batch',
+		});
+		try {
+			const ids = sb.ledger.jobs.map((j) => j.id);
+			const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
+			for (const id of ids.slice(0, -1)) {
+				sb.completeJob(id);
+				await sb.settleDeliveries();
+			}
+			const started = process.hrtime.bigint();
+			sb.completeJob(ids.at(-1)!);
+			const done = await waiting.resumed;
+			const resumeMs = Number(process.hrtime.bigint() - started) / 1e6;
+			if (done.output('Next').length !== items) throw new Error('the resumed run did not hand on every job');
+			const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
+			return { items, events: waiting.answers.length, reads, resumeMs };
+		} finally {
+			await waiting.close();
+		}
+	} finally {
+		await sb.close();
 	}
 }
 
@@ -286,6 +338,10 @@ async function main() {
 	log(`7. paying once with a Binary File of ${UPLOAD_BYTES / 1024 ** 2} MiB: order and repeat vs upload`);
 	const repeat = await repeatFigures();
 
+	log('8. On Webhook for a batch of 100 items, every job completing on its own');
+	const webhookBatch = await webhookBatchFigures();
+	log(`  ${webhookBatch.events} events, ${webhookBatch.reads} reads, last event to resumed: ${webhookBatch.resumeMs.toFixed(0)} ms`);
+
 	const figures = {
 		uploadRssGrowthMiB: Number(upload.rssGrowthMiB.toFixed(1)),
 		uploadVsCurl: Number((upload.oursMiBs / upload.curlMiBs).toFixed(2)),
@@ -302,6 +358,8 @@ async function main() {
 		binaryOrderVsUpload: Number((repeat.first / repeat.upload).toFixed(2)),
 		binaryRepeatVsUpload: Number((repeat.repeat / repeat.upload).toFixed(2)),
 		binaryRepeatRssGrowthMiB: Number(repeat.rssGrowthMiB.toFixed(1)),
+		webhookBatchReadsPerEvent: Number((webhookBatch.reads / webhookBatch.events).toFixed(2)),
+		webhookBatchResumeMs: Number(webhookBatch.resumeMs.toFixed(0)),
 	};
 	// figure, measured, reference, ratio, target, met
 	const rows: Array<[string, string, string, string, string, boolean]> = [
@@ -317,6 +375,8 @@ async function main() {
 		['binary order (hash + upload) vs upload', `${repeat.first.toFixed(1)} s`, `upload ${repeat.upload.toFixed(1)} s`, `${figures.binaryOrderVsUpload}×`, '≤ 1.5×', figures.binaryOrderVsUpload <= 1.5],
 		['binary repeat (hash, replay) vs upload', `${repeat.repeat.toFixed(1)} s`, `upload ${repeat.upload.toFixed(1)} s`, `${figures.binaryRepeatVsUpload}×`, '≤ 1×', figures.binaryRepeatVsUpload <= 1],
 		['order and repeat, RSS growth', `${figures.binaryRepeatRssGrowthMiB} MiB`, `file ${UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 64 MiB', figures.binaryRepeatRssGrowthMiB <= 64],
+		['On Webhook, 100 items: reads per event', `${webhookBatch.reads} reads`, `${webhookBatch.events} events`, `${figures.webhookBatchReadsPerEvent}`, '≤ 2', figures.webhookBatchReadsPerEvent <= 2],
+		['On Webhook: last event to resumed run', `${figures.webhookBatchResumeMs} ms`, '100 jobs read back', '', '≤ 1000 ms', figures.webhookBatchResumeMs <= 1000],
 		[`${CONCURRENT_UPLOADS} uploads at once, RSS growth`, `${figures.uploadConcurrentRssGrowthMiB} MiB`, `${CONCURRENT_UPLOADS} × ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 128 MiB', figures.uploadConcurrentRssGrowthMiB <= 128],
 	];
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];

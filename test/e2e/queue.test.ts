@@ -16,6 +16,7 @@ import type { N8n, N8nProcess } from './n8n';
 import { createN8n, freePort, installN8n, tempJson, tls } from './n8n';
 import type { Service } from './services';
 import { ensurePackages, startPostgres, startRedis } from './services';
+import { batchWaitWorkflow } from './workflows';
 import { request } from 'undici';
 
 const VERSION = '2.41.1';
@@ -79,6 +80,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	let n8n: N8n;
 	let hooks: N8nProcess[] = [];
 	let workers: N8nProcess[] = [];
+	const batchWaitUrls = Array.from({ length: 4 }, (_, i) => `https://media.example.com/queue-batch-wait-${i}.mp4`);
 	const work = mkdtempSync(path.join(tmpdir(), 'captioning-queue-'));
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
@@ -156,6 +158,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			['wfQueueBatch001', batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`)],
 			['wfQueuePolling1', tempJson('poll.json', polling)],
 			['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
+			['wfQueueBatchHook', batchWaitWorkflow('wfQueueBatchHook', 'queue-batch-wait', batchWaitUrls, 30, 'captioningSandbox')],
 		];
 		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
 		for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
@@ -223,6 +226,42 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			// Resumed and finished by the other worker.
 			const other = workers.find((w) => w !== first)!;
 			expect(other.log()).toMatch(new RegExp(`Worker finished execution ${waiting.id} `));
+		} finally {
+			sb.setTiming({ queuedMs: 300, processingMs: 1500 });
+			await first?.start();
+		}
+	}, 240000);
+
+	test('On Webhook for a batch: four jobs, the worker that ordered is stopped, the events (at both webhook processes) resume it once on the other worker', async () => {
+		sb.setTiming(null);
+		let first: N8nProcess | undefined;
+		try {
+			expect((await post(hooks[1].url, '/webhook/queue-batch-wait', {})).status).toBe(200);
+			const jobs = await waitFor(async () => {
+				const found = batchWaitUrls.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url));
+				return found.every(Boolean) ? (found as Array<{ id: string; body: Record<string, unknown> }>) : undefined;
+			});
+			const waiting = await waitFor(async () => (await executions('wfQueueBatchHook')).find((e) => e.status === 'waiting'));
+			first = ranOn(waiting.id)[0];
+			expect(first).toBeDefined();
+			await first.stop();
+			// The service delivers to the URL it was given (the first webhook process); the last two
+			// events also go to the second process at once, as a load balancer could send them.
+			for (const job of jobs.slice(0, 2)) sb.completeJob(job.id);
+			await sb.settleDeliveries();
+			const last = jobs.slice(2).map((job) => sb.completeJob(job.id));
+			const resumeUrl = String(jobs[0].body.webhook_url);
+			const ownPath = new URL(resumeUrl).pathname + new URL(resumeUrl).search;
+			const direct = await Promise.all(last.map(async (job, n) => await post(hooks[1].url, ownPath, { id: `evt_queue_direct_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: job })));
+			await sb.settleDeliveries();
+			const done = await waitFor(async () => (await executions('wfQueueBatchHook')).find((e) => e.id === waiting.id && e.status === 'success'), 120000);
+			expect(done).toBeDefined();
+			expect(sb.ledger.deliveries.filter((d) => jobs.some((j) => j.id === d.jobId)).map((d) => d.status)).toEqual([200, 200, 200, 200]);
+			console.log(`queue mode: batch On Webhook, the last two events also at the second webhook process: answers ${direct.map((r) => r.status).join(', ')}`);
+			expect(direct.every((r) => r.status < 500)).toBe(true);
+			const other = workers.find((w) => w !== first)!;
+			expect(other.log()).toMatch(new RegExp(`Worker finished execution ${waiting.id} `));
+			expect(await executions('wfQueueBatchHook')).toHaveLength(1);
 		} finally {
 			sb.setTiming({ queuedMs: 300, processingMs: 1500 });
 			await first?.start();

@@ -1,0 +1,176 @@
+// Wait for Completion: On Webhook for whole batches, in real n8n over HTTPS (npm run test:e2e):
+// five items resumed once by the service's events, under a per-workflow execution time limit
+// shorter than the jobs; a restart of n8n during the wait; the last two events at the same moment;
+// a Timeout with no event. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+import { tlsPair } from '../helpers/https';
+import type { Sandbox } from '../helpers/sandbox';
+import { createSandbox } from '../helpers/sandbox';
+import type { N8n } from './n8n';
+import { createN8n, installN8n, tempJson } from './n8n';
+import { batchWaitWorkflow } from './workflows';
+
+const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
+const CREDENTIAL_ID = 'captioningWebhookWait';
+const MEDIA = 'https://media.example.com/batch-wait';
+
+type Item = { json: Record<string, unknown>; pairedItem?: unknown };
+type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
+interface Execution {
+	id: string;
+	status: string;
+}
+
+describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) => {
+	let n8n: N8n;
+	let sb: Sandbox;
+	mkdtempSync(path.join(tmpdir(), 'captioning-batch-wait-'));
+	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
+	const lists = { five: urls('five', 5), poll: urls('poll', 2), restart: urls('restart', 3), race: urls('race', 4), timeout: urls('timeout', 2) };
+	const jobsOf = (list: string[]) => list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
+
+	const executions = async (workflowId: string): Promise<Execution[]> => {
+		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
+	};
+	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 120000): Promise<T> => {
+		const deadline = Date.now() + ms;
+		for (;;) {
+			const value = await probe();
+			if (value !== undefined) return value;
+			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n.log().slice(-3000)}`);
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	};
+	const runDataOf = async (id: string): Promise<RunData> => {
+		// eslint-disable-next-line @typescript-eslint/no-require-imports
+		const flatted = require(path.join(n8n.install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
+		const res = await n8n.rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
+		const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
+		return data.resultData.runData;
+	};
+	const call = async (hook: string) =>
+		await waitFor(`the webhook ${hook}`, async () => {
+			const res = await n8n.post(`/webhook/${hook}`, {});
+			return res.status === 404 ? undefined : res.status;
+		});
+	/** Starts the workflow and waits until its execution waits, with every job ordered. */
+	const startWaiting = async (workflowId: string, hook: string, list: string[]): Promise<Execution> => {
+		expect(await call(hook)).toBe(200);
+		await waitFor('the orders', async () => (jobsOf(list).length === list.length ? true : undefined));
+		return await waitFor('the execution to wait', async () => (await executions(workflowId)).find((e) => e.status === 'waiting'));
+	};
+	const finished = async (workflowId: string, id: string) =>
+		await waitFor(`execution ${id} to finish`, async () => {
+			const e = (await executions(workflowId)).find((x) => x.id === id);
+			return e && !['waiting', 'running', 'new'].includes(e.status) ? e : undefined;
+		});
+	const deliveries = (list: string[]) => {
+		const ids = new Set(jobsOf(list).map((j) => j.id));
+		return sb.ledger.deliveries.filter((d) => ids.has(d.jobId));
+	};
+	const hooked = ['wfBatchWaitFive', 'wfBatchPollLimit', 'wfBatchWaitBoot', 'wfBatchWaitRace', 'wfBatchWaitTime'];
+
+	beforeAll(async () => {
+		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+		n8n = await createN8n(await installN8n(version));
+		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
+		// A per-workflow execution time limit of 20 s, shorter than its jobs take (n8n Cloud limits every execution so).
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, { executionTimeout: 20 })}`]);
+		// The same limit with Wait: Poll, to show it bites.
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchPollLimit', 'batch-poll-limit', lists.poll, 30, CREDENTIAL_ID, { executionTimeout: 20 }, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitBoot', 'batch-wait-restart', lists.restart, 30, CREDENTIAL_ID)}`]);
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID)}`]);
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`]);
+		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		await n8n.start();
+		if (!version.startsWith('2.')) {
+			type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string; settings: unknown };
+			for (const id of hooked) {
+				const wf = await n8n.rest<Wf>('GET', `/workflows/${id}`);
+				const saved = await n8n.rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, settings: wf.body.settings, versionId: wf.body.versionId });
+				const res = await n8n.rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
+				if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+			}
+		}
+	}, 40 * 60 * 1000);
+
+	afterAll(async () => {
+		await n8n?.stop();
+		await sb?.close();
+	});
+
+	test('five items, jobs finishing seconds apart past the execution time limit: one resume, five final jobs, paired, in input order', async () => {
+		const waiting = await startWaiting('wfBatchWaitFive', 'batch-wait-five', lists.five);
+		const jobs = jobsOf(lists.five);
+		expect(new Set(jobs.map((j) => j.body.webhook_url)).size).toBe(1);
+		// Finishing in reverse input order, 6 s apart: 24 s in all, past the workflow's 20 s limit.
+		const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
+		for (const [n, job] of [...jobs].reverse().entries()) {
+			if (n > 0) await new Promise((r) => setTimeout(r, 6000));
+			if (n === 2) sb.cancelJob(job.id, 'unsupported_media');
+			else sb.completeJob(job.id);
+			await sb.settleDeliveries();
+		}
+		const done = await finished('wfBatchWaitFive', waiting.id);
+		expect(done.status).toBe('success');
+		expect(deliveries(lists.five).map((d) => d.status)).toEqual([200, 200, 200, 200, 200]);
+		const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
+		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(jobs.map((j, i) => [j.id, i === 2 ? 'cancelled' : 'completed']));
+		expect((await executions('wfBatchWaitFive')).filter((e) => e.id !== waiting.id)).toHaveLength(0);
+		console.log(`n8n ${version}: 5 items On Webhook, events 6 s apart (24 s > the 20 s limit): one resume, ${reads} reads for 5 events`);
+	}, 300000);
+
+	test('the same 20 s limit ends a Poll wait (the control): the execution is stopped, nothing reaches the next node', async () => {
+		expect(await call('batch-poll-limit')).toBe(200);
+		await waitFor('the orders', async () => (jobsOf(lists.poll).length === 2 ? true : undefined));
+		const stopped = await waitFor('the execution to be stopped', async () => (await executions('wfBatchPollLimit')).find((e) => !['running', 'new', 'waiting'].includes(e.status)), 90000);
+		expect(['canceled', 'error']).toContain(stopped.status);
+		expect((await runDataOf(stopped.id)).Next).toBeUndefined();
+		console.log(`n8n ${version}: Poll under the 20 s limit: ${stopped.status}`);
+	}, 180000);
+
+	test('n8n is stopped and started again while the batch waits: the events resume it afterwards', async () => {
+		const waiting = await startWaiting('wfBatchWaitBoot', 'batch-wait-restart', lists.restart);
+		const [first, ...rest] = jobsOf(lists.restart);
+		sb.completeJob(first.id);
+		await sb.settleDeliveries();
+		await n8n.kill();
+		await n8n.start();
+		await waitFor('the execution to wait again', async () => ((await executions('wfBatchWaitBoot')).find((e) => e.id === waiting.id)?.status === 'waiting' ? true : undefined));
+		for (const job of rest) sb.completeJob(job.id);
+		await sb.settleDeliveries();
+		const done = await finished('wfBatchWaitBoot', waiting.id);
+		expect(done.status).toBe('success');
+		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => i.json.status)).toEqual(['completed', 'completed', 'completed']);
+	}, 300000);
+
+	test('the last two events at the same moment: both answered 2xx, the execution resumed once', async () => {
+		const waiting = await startWaiting('wfBatchWaitRace', 'batch-wait-race', lists.race);
+		const jobs = jobsOf(lists.race);
+		for (const job of jobs.slice(0, 2)) sb.completeJob(job.id);
+		await sb.settleDeliveries();
+		sb.completeJob(jobs[2].id);
+		sb.completeJob(jobs[3].id);
+		await sb.settleDeliveries();
+		const done = await finished('wfBatchWaitRace', waiting.id);
+		expect(done.status).toBe('success');
+		const statuses = deliveries(lists.race).map((d) => d.status);
+		expect(statuses.every((s) => s !== null && s >= 200 && s < 300)).toBe(true);
+		expect(await executions('wfBatchWaitRace')).toHaveLength(1);
+		console.log(`n8n ${version}: the last two of 4 events at once: answers ${statuses.join(', ')}; 1 resume`);
+	}, 300000);
+
+	test('Timeout with no event: the next node gets the jobs (id, status), not the trigger\'s item', async () => {
+		const waiting = await startWaiting('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout);
+		const done = await finished('wfBatchWaitTime', waiting.id);
+		expect(done.status).toBe('success');
+		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(jobsOf(lists.timeout).map((j) => [j.id, 'queued']));
+	}, 300000);
+});
