@@ -11,20 +11,13 @@ import { startS3 } from '../helpers/s3';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from './n8n';
+import type { Execution } from './executions';
+import { executionsApi } from './executions';
 import { createN8n, installN8n, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningPayOnce';
 const MEDIA = 'https://media.example.com/pay-once';
-
-type Item = { json: Record<string, unknown> };
-type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
-interface Execution {
-	id: string;
-	status: string;
-	mode?: string;
-	retryOf?: string | null;
-}
 
 const node = (id: string, name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
 const captioning = (id: string, typeVersion: number, parameters: object) =>
@@ -97,49 +90,13 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		return sb.ledger.charges.filter((c) => ids.has(c.jobId));
 	};
 
-	const executions = async (workflowId: string): Promise<Execution[]> => {
-		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
-		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
-	};
-	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 90000): Promise<T> => {
-		const deadline = Date.now() + ms;
-		for (;;) {
-			const value = await probe();
-			if (value !== undefined) return value;
-			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n.log().slice(-3000)}`);
-			await new Promise((r) => setTimeout(r, 500));
-		}
-	};
-	/** An execution's run data as n8n stores it (flatted in the REST answer). */
-	const runDataOf = async (id: string): Promise<RunData> => {
-		// eslint-disable-next-line @typescript-eslint/no-require-imports
-		const flatted = require(path.join(n8n.install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
-		const res = await n8n.rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
-		const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
-		return data.resultData.runData;
-	};
+	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
 	/** n8n's Retry button: a new execution, answered when it ends. Returns the new execution. */
 	const retry = async (workflowId: string, id: string, loadWorkflow: boolean): Promise<Execution> => {
 		const before = new Set((await executions(workflowId)).map((e) => e.id));
 		const res = await n8n.rest('POST', `/executions/${id}/retry`, { loadWorkflow });
 		if (res.status !== 200) throw new Error(`retry of ${id} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
 		return await waitFor('the retry to be listed', async () => (await executions(workflowId)).find((e) => !before.has(e.id) && e.status !== 'running'));
-	};
-	/** POSTs to a production webhook; 2.x registers them in the background after it answers, so a 404 is tried again. */
-	const call = async (hook: string) => await waitFor(`the webhook ${hook}`, async () => {
-		const res = await n8n.post(`/webhook/${hook}`, {});
-		return res.status === 404 ? undefined : res.status;
-	});
-	const activate = async (ids: string[]) => {
-		if (version.startsWith('2.')) return;
-		type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string };
-		for (const id of ids) {
-			// 1.x: a CLI import writes no workflow_history row, which activation needs; a REST save writes it.
-			const wf = await n8n.rest<Wf>('GET', `/workflows/${id}`);
-			const saved = await n8n.rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, versionId: wf.body.versionId });
-			const res = await n8n.rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
-			if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
-		}
 	};
 
 	const failing = { a: urls('retry-original', 5), b: urls('retry-saved', 5) };
@@ -173,7 +130,7 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
 		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		await n8n.start();
-		await activate(hooked);
+		await activateOn1x(hooked);
 	}, 40 * 60 * 1000);
 
 	beforeEach(() => sb?.clearFaults());

@@ -2,14 +2,12 @@
 // five items resumed once by the service's events, under a per-workflow execution time limit
 // shorter than the jobs; a restart of n8n during the wait; the last two events at the same moment;
 // a Timeout with no event. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from './n8n';
+import type { Execution } from './executions';
+import { executionsApi } from './executions';
 import { createN8n, installN8n, tempJson } from './n8n';
 import { batchWaitWorkflow } from './workflows';
 
@@ -17,46 +15,14 @@ const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').f
 const CREDENTIAL_ID = 'captioningWebhookWait';
 const MEDIA = 'https://media.example.com/batch-wait';
 
-type Item = { json: Record<string, unknown>; pairedItem?: unknown };
-type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
-interface Execution {
-	id: string;
-	status: string;
-}
-
 describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	mkdtempSync(path.join(tmpdir(), 'captioning-batch-wait-'));
 	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
 	const lists = { five: urls('five', 5), poll: urls('poll', 2), restart: urls('restart', 3), race: urls('race', 4), timeout: urls('timeout', 2) };
 	const jobsOf = (list: string[]) => list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
 
-	const executions = async (workflowId: string): Promise<Execution[]> => {
-		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
-		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
-	};
-	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 120000): Promise<T> => {
-		const deadline = Date.now() + ms;
-		for (;;) {
-			const value = await probe();
-			if (value !== undefined) return value;
-			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n.log().slice(-3000)}`);
-			await new Promise((r) => setTimeout(r, 500));
-		}
-	};
-	const runDataOf = async (id: string): Promise<RunData> => {
-		// eslint-disable-next-line @typescript-eslint/no-require-imports
-		const flatted = require(path.join(n8n.install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
-		const res = await n8n.rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
-		const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
-		return data.resultData.runData;
-	};
-	const call = async (hook: string) =>
-		await waitFor(`the webhook ${hook}`, async () => {
-			const res = await n8n.post(`/webhook/${hook}`, {});
-			return res.status === 404 ? undefined : res.status;
-		});
+	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
 	/** Starts the workflow and waits until its execution waits, with every job ordered. */
 	const startWaiting = async (workflowId: string, hook: string, list: string[]): Promise<Execution> => {
 		expect(await call(hook)).toBe(200);
@@ -87,15 +53,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`]);
 		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		await n8n.start();
-		if (!version.startsWith('2.')) {
-			type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string; settings: unknown };
-			for (const id of hooked) {
-				const wf = await n8n.rest<Wf>('GET', `/workflows/${id}`);
-				const saved = await n8n.rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, settings: wf.body.settings, versionId: wf.body.versionId });
-				const res = await n8n.rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
-				if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
-			}
-		}
+		await activateOn1x(hooked);
 	}, 40 * 60 * 1000);
 
 	afterAll(async () => {

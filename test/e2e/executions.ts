@@ -1,0 +1,61 @@
+// What the e2e suites ask of a running n8n about its executions: list them, wait for one, read
+// one's run data, call a production webhook, activate imported workflows (1.x), all as the owner.
+import path from 'node:path';
+
+import type { N8n } from './n8n';
+
+export type Item = { json: Record<string, unknown>; pairedItem?: unknown };
+export type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
+export interface Execution {
+	id: string;
+	status: string;
+	mode?: string;
+	retryOf?: string | null;
+}
+
+/** `n8n` is read at each call: the suites create their instance in beforeAll. */
+export function executionsApi(n8n: () => N8n) {
+	const executions = async (workflowId: string): Promise<Execution[]> => {
+		const res = await n8n().rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
+	};
+	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 120000): Promise<T> => {
+		const deadline = Date.now() + ms;
+		for (;;) {
+			const value = await probe();
+			if (value !== undefined) return value;
+			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n().log().slice(-3000)}`);
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	};
+	return {
+		executions,
+		waitFor,
+		/** An execution's run data as n8n stores it (flatted in the REST answer). */
+		async runDataOf(id: string): Promise<RunData> {
+			// eslint-disable-next-line @typescript-eslint/no-require-imports
+			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
+			const res = await n8n().rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
+			const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
+			return data.resultData.runData;
+		},
+		/** POSTs to a production webhook; 2.x registers them in the background after it answers, so a 404 is tried again. */
+		async call(hook: string): Promise<number> {
+			return await waitFor(`the webhook ${hook}`, async () => {
+				const res = await n8n().post(`/webhook/${hook}`, {});
+				return res.status === 404 ? undefined : res.status;
+			});
+		},
+		/** 1.x: a CLI import writes no workflow_history row, which activation needs; a REST save writes it. (2.x: publish:workflow before start.) */
+		async activateOn1x(ids: string[]): Promise<void> {
+			if (n8n().install.version.startsWith('2.')) return;
+			type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string; settings: unknown };
+			for (const id of ids) {
+				const wf = await n8n().rest<Wf>('GET', `/workflows/${id}`);
+				const saved = await n8n().rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, settings: wf.body.settings, versionId: wf.body.versionId });
+				const res = await n8n().rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
+				if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+			}
+		},
+	};
+}
