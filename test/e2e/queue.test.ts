@@ -169,8 +169,10 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		// Main activates published workflows after it answers (their webhooks go into Postgres for the
 		// webhook processes): until then the webhook processes answer 404.
 		await waitFor(async () => ((await Promise.all(hooks.map((h) => post(h.url, triggerPath, {})))).every((r) => r.status !== 404) ? true : undefined), 120000);
-		// …and the polling trigger counts from its activation's first read (its own key).
-		await waitFor(async () => (sb.ledger.requests.some((r) => r.keyName === 'readOnly') ? true : undefined), 120000);
+		// …and the polling trigger counts from its activation, which reads the open lists, the newest
+		// job and the open lists again (5 reads, its own key): wait until all are answered, so that the
+		// tests' jobs finish after activation, not during it.
+		await waitFor(async () => (sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.status !== null).length >= 5 ? true : undefined), 120000);
 	}, 40 * 60 * 1000);
 
 	afterAll(async () => {
