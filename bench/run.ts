@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 
 import { binaryDataService, node, storeBinary } from '../test/harness/n8n';
 import { runUntilWaiting } from '../test/harness/waiting';
-import { Captioning } from '../nodes/Captioning/Captioning.node';
+import { Captioning } from '../nodes/Captioning/Captioning.node.js';
 import { tlsPair } from '../test/helpers/https';
 import { runCaptioning } from '../test/helpers/captioning';
 import { generatedMedia } from '../test/helpers/media';
