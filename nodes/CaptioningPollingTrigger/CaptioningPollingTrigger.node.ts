@@ -6,7 +6,9 @@ import { attachCaptionsFields, EVENT_OF_STATUS, eventsField, jobEventItem } from
 import type { Job } from '../Captioning/helpers/types';
 import { jobPages } from '../Captioning/transport';
 import type { PollState } from './poll';
-import { finishedSince, firstState, REMEMBERED_REPORTS } from './poll';
+import { finishedSince, firstState, pollLimits, REMEMBERED_REPORTS } from './poll';
+import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
+import { Pacer, usePacer } from '../Captioning/transport/pacing';
 
 /** Whether the job's metadata holds the key (and, when one is given, the value). */
 function metadataMatches(job: Job, filters: IDataObject): boolean {
@@ -104,26 +106,46 @@ export class CaptioningPollingTrigger implements INodeType {
 			Object.assign(staticData, await firstState(this));
 			return null;
 		}
-		const { finished, next } = await finishedSince(this, staticData);
-		const reported = [...(next.reported ?? [])];
-		const items: INodeExecutionData[] = [];
-		let failure: Error | undefined;
-		for (const job of finished) {
-			const key = `${job.id} ${job.status}`;
-			if (reported.includes(key) || !wanted(job)) continue;
-			try {
-				items.push(await item(job));
-				reported.push(key);
-			} catch (error) {
-				// Its captions could not be downloaded: the job stays open, so the next poll tries again.
-				failure ??= error as Error;
-				next.open = { ...next.open, [job.id]: job.created_at };
+		// n8n starts each scheduled poll whether or not the last one still runs, from the same memory
+		// (one object per active workflow): a poll that finds another under way leaves it the work.
+		const started = Date.now();
+		if (staticData.pollingUntil !== undefined && started < staticData.pollingUntil) return null;
+		staticData.pollingUntil = started + pollLimits.leaseMs;
+		try {
+			// Caption downloads share one pacing of the service's limits, as a node run's requests do.
+			usePacer(this, new Pacer(DEFAULT_CONCURRENCY));
+			const { finished, next } = await finishedSince(this, staticData);
+			const reported = [...(next.reported ?? [])];
+			const due = finished.filter((job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`));
+			const items: Array<INodeExecutionData | undefined> = [];
+			let failure: Error | undefined;
+			let cursor = 0;
+			const report = async () => {
+				// A flood is reported in parts: past the budget, what is left waits for the next poll
+				// (each poll reports one job per lane at least, so every poll gets on).
+				while (cursor < due.length && (cursor < DEFAULT_CONCURRENCY || Date.now() - started < pollLimits.budgetMs)) {
+					const n = cursor++;
+					const job = due[n];
+					try {
+						items[n] = await item(job);
+						reported.push(`${job.id} ${job.status}`);
+					} catch (error) {
+						// Its captions could not be downloaded: the job stays open, so the next poll tries again.
+						failure ??= error as Error;
+						next.open = { ...next.open, [job.id]: job.created_at };
+					}
+				}
+			};
+			await Promise.all(Array.from({ length: DEFAULT_CONCURRENCY }, report));
+			for (const job of due.slice(cursor)) next.open = { ...next.open, [job.id]: job.created_at };
+			Object.assign(staticData, next, { reported: reported.slice(-REMEMBERED_REPORTS) });
+			const emitted = items.filter((i): i is INodeExecutionData => i !== undefined);
+			if (!emitted.length && failure) {
+				throw new NodeOperationError(this.getNode(), failure, { description: 'The job will be reported at the next poll that can download its captions.' });
 			}
+			return emitted.length ? [emitted] : null;
+		} finally {
+			delete staticData.pollingUntil;
 		}
-		Object.assign(staticData, next, { reported: reported.slice(-REMEMBERED_REPORTS) });
-		if (!items.length && failure) {
-			throw new NodeOperationError(this.getNode(), failure, { description: 'The job will be reported at the next poll that can download its captions.' });
-		}
-		return items.length ? [items] : null;
 	}
 }

@@ -4,6 +4,8 @@
 import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
+import { pollLimits } from '../../nodes/CaptioningPollingTrigger/poll';
+import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/helpers/batch';
 import { binaryDataService } from '../harness/n8n';
 import type { PolledTrigger } from '../harness/poll';
 import { pollTrigger } from '../harness/poll';
@@ -249,5 +251,53 @@ describe('what a poll costs', () => {
 		expect(reads().filter((r) => r.route === 'GET /jobs/{id}').map((r) => r.path)).toEqual([`/jobs/${old[0]}`]);
 		expect(reads().filter((r) => r.route === 'GET /jobs' && !r.query.status).length).toBeLessThanOrEqual(2);
 		expect(reads().filter((r) => r.query.status).map((r) => r.query.status)).toEqual(['queued', 'processing']);
+	});
+});
+
+describe('floods: polls that overlap or run long', () => {
+	afterEach(() => {
+		pollLimits.budgetMs = 20000;
+		sb.setLatency(0);
+	});
+
+	test('a poll that starts while another still runs reads nothing and reports nothing; each job is reported once', async () => {
+		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const ids = await Promise.all(Array.from({ length: 8 }, async () => await orderDirectly(sb)));
+		for (const id of ids) sb.completeJob(id);
+		sb.setLatency(60);
+		const first = t.poll();
+		await new Promise((r) => setTimeout(r, 150));
+		const readsBefore = reads().length;
+		// n8n's next scheduled poll, while the first is still downloading captions.
+		expect(await t.poll()).toBeNull();
+		const overlapped = reads().length - readsBefore;
+		expect((await first)!.map((i) => i.json.id).sort()).toEqual([...ids].sort());
+		expect(await t.poll()).toBeNull();
+		expect(reportedIds(t).sort()).toEqual([...ids].sort());
+		// The overlapping poll sent nothing itself (what arrived meanwhile was the first poll's).
+		expect(overlapped).toBeLessThanOrEqual(DEFAULT_CONCURRENCY);
+		expect(t.saved().pollingUntil).toBeUndefined();
+	});
+
+	test('past its time budget a poll reports what it has and leaves the rest to the next; each job once, in the order they finished', async () => {
+		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const ids: string[] = [];
+		for (let n = 0; n < 12; n++) ids.push(await orderDirectly(sb));
+		for (const id of ids) sb.completeJob(id);
+		// A budget spent before the first download: each poll still reports one job per lane (4).
+		pollLimits.budgetMs = 1;
+		const polls: number[] = [];
+		for (let n = 0; n < 6 && reportedIds(t).length < 12; n++) polls.push((await t.poll())?.length ?? 0);
+		expect(polls).toEqual([DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY]);
+		expect(reportedIds(t)).toEqual(ids);
+		expect(await t.poll()).toBeNull();
+		// With a budget the downloads fit in, one poll reports the rest of a flood at once.
+		const more: string[] = [];
+		for (let n = 0; n < 12; n++) more.push(await orderDirectly(sb));
+		for (const id of more) sb.completeJob(id);
+		pollLimits.budgetMs = 20000;
+		expect((await t.poll())!.map((i) => i.json.id)).toEqual(more);
 	});
 });
