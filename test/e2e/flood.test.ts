@@ -1,8 +1,9 @@
-// The Captioning Polling Trigger under a flood, in real n8n (npm run test:e2e): 100 jobs finish at
+// The Captioning Polling Trigger under a flood, in real n8n (npm run test:e2e): 300 jobs finish at
 // once, the service allows 10 reads a second, Attach Captions downloads each job's SRT, and n8n polls
-// every 10 s: the work of one poll outlasts the interval, and n8n starts the next poll anyway. Every
-// job must start one execution and its SRT be written once. Measures reads per poll and the time
-// until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5).
+// every 10 s (six Poll Times a minute): the work of one poll outlasts the interval, and n8n starts
+// the next poll anyway. Every job must be reported once and its SRT written once. Measures the list
+// reads and the time until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1
+// and 1.122.5).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import type { N8n } from './n8n';
 import { createN8n, installN8n, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
-const FLOOD = 100;
+const FLOOD = 300;
 
 describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) => {
 	let n8n: N8n;
@@ -44,8 +45,16 @@ describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) =
 						type: 'n8n-nodes-captioning.captioningPollingTrigger',
 						typeVersion: 1,
 						position: [0, 0],
-						// Every 10 seconds: n8n takes a cron expression with seconds.
-						parameters: { pollTimes: { item: [{ mode: 'custom', cronExpression: '*/10 * * * * *' }] }, events: ['job.completed'], filters: {}, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' },
+						// Every 10 seconds: n8n refuses a poll interval under a minute, but takes six entries,
+						// each once a minute at its own second.
+						parameters: {
+							pollTimes: { item: [0, 10, 20, 30, 40, 50].map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) },
+							events: ['job.completed'],
+							filters: {},
+							attachCaptions: true,
+							formats: ['srt'],
+							binaryPropertyName: 'data',
+						},
 						credentials,
 					},
 					// Append: a job reported twice would write its captions twice into its file.
