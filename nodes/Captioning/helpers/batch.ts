@@ -11,6 +11,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodePropertie
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { BatchStopped, Pacer, usePacer } from '../transport/pacing';
+import { OrderDesk } from './orders';
 import { JobWaiter } from './wait';
 
 export const DEFAULT_CONCURRENCY = 4;
@@ -71,9 +72,10 @@ export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: n
 	return { json, pairedItem: { item: itemIndex } };
 }
 
-/** What the operations of one node run share: the waiter, and the jobs ordered so far. */
+/** What the operations of one node run share: the waiter, the order desk, and the jobs ordered so far. */
 export class Batch {
 	readonly waiter: JobWaiter;
+	readonly desk: OrderDesk;
 	/** Item index → job id, for every order the service accepted in this run. */
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
@@ -83,6 +85,7 @@ export class Batch {
 
 	constructor(ctx: IExecuteFunctions) {
 		this.waiter = new JobWaiter(ctx);
+		this.desk = new OrderDesk(ctx);
 	}
 }
 

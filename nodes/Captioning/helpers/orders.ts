@@ -104,13 +104,6 @@ export class OrderDesk {
 	}
 }
 
-const desks = new WeakMap<object, OrderDesk>();
-
-export function deskOf(ctx: IExecuteFunctions): OrderDesk {
-	let desk = desks.get(ctx);
-	if (!desk) desks.set(ctx, (desk = new OrderDesk(ctx)));
-	return desk;
-}
 
 /** The node context's memory of files this execution read: their SHA-256 by binary identity. */
 function digestsOf(ctx: IExecuteFunctions): Record<string, string> {
@@ -175,8 +168,7 @@ async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, des
  * Sends the order. With a key, every repeat is replayed by the service; without one, a Retry On
  * Fail (or the execution's Retry) reads back the job this execution already ordered.
  */
-export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order): Promise<Placed> {
-	const desk = deskOf(ctx);
+export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order, desk: OrderDesk): Promise<Placed> {
 	const body = { ...order.body };
 	const file = order.file;
 	if (order.idempotency === 'none') {

@@ -8,7 +8,7 @@ import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/crea
 import { batchingField, batchOf } from '../../helpers/batch';
 import { checkCustomKey } from '../../helpers/idempotency';
 import type { Order } from '../../helpers/orders';
-import { deskOf, placeOrder, replaysOf } from '../../helpers/orders';
+import { placeOrder, replaysOf } from '../../helpers/orders';
 import type { CreateJobBody } from '../../helpers/types';
 import { resumeUrlFor, sleepUntilEvents } from '../../helpers/webhookWait';
 import { inputFileField } from '../upload/create.operation';
@@ -331,13 +331,13 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
 	const order: Order = { body, file, idempotency, customKey, wait, interval, timeout };
-	if (this.getNode().typeVersion < 1.2) order.occurrence = deskOf(this).occurrence(order);
+	if (this.getNode().typeVersion < 1.2) order.occurrence = batchOf(this).desk.occurrence(order);
 	return order;
 }
 
 export async function execute(this: IExecuteFunctions, i: number, order: Order): Promise<INodeExecutionData[]> {
 	const batch = batchOf(this);
-	const placed = await placeOrder(this, i, order);
+	const placed = await placeOrder(this, i, order, batch.desk);
 	batch.ordered.set(i, placed.job.id);
 	batch.replays.add(replaysOf(this, order));
 	let job = placed.job;
