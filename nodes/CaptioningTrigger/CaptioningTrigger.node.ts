@@ -11,9 +11,10 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
 import type { Job } from '../Captioning/helpers/types';
-import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
-import { eventProblem, readBackEvent, readEventJob, respond, verificationProblem } from '../Captioning/helpers/events';
-import { claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches } from './events';
+import type { CaptioningEvent, EventRead, EventType } from '../Captioning/helpers/events';
+import { backsUp, eventProblem, eventRead, respond, verificationProblem } from '../Captioning/helpers/events';
+import { asTry, claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches, tryUnderWay } from './events';
+import { readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -95,51 +96,61 @@ export class CaptioningTrigger implements INodeType {
 		if (!events.includes(event.type)) {
 			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
 		}
-		const claim = claimEvent(this, event);
-		if (claim === 'redelivery') {
-			return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
-		}
-		if (claim === 'replay') {
-			return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
-		}
-
-		let job: Job = event.data;
-		const verify = this.getNodeParameter('verify', true) as boolean;
-		const attach = event.type === 'job.completed' && (this.getNodeParameter('attachCaptions', false) as boolean);
-		if (!verify && attach) {
-			// Caption links come from the service, never from a posted body: a forged event must not
-			// make n8n fetch addresses of the forger's choosing (or send the key to them).
-			const read = await readEventJob(this, event);
-			const mismatch = 'job' in read ? verificationProblem(event, read.job) : undefined;
-			if ('error' in read || mismatch) {
-				releaseEvent(this, event);
-				return 'error' in read ? respond(this, read.status, { error: read.error }) : respond(this, 409, { error: `Event refused: ${mismatch}.` });
+		for (;;) {
+			const claim = claimEvent(this, event);
+			if (claim === 'new') return await asTry(this, event, async () => await handleEvent(this, event));
+			if (claim === 'replay') {
+				return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
 			}
-			job = read.job;
+			// This very event was received before: if its first try is still under way, its outcome
+			// decides (started: this is a duplicate; failed: its claim was given back, take it here).
+			const first = tryUnderWay(this, event);
+			if (!first) return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+			await first;
 		}
-		if (verify) {
-			const read = await readBackEvent(this, event);
-			if ('error' in read) {
-				// Forgotten again, so that a genuine redelivery is not taken for a duplicate.
-				releaseEvent(this, event);
-				return respond(this, read.status, { error: read.error });
-			}
-			job = read.job;
-			if (forgottenJob(this, job.completed_at)) {
-				releaseEvent(this, event);
-				return respond(this, 409, {
-					error: `Event refused: job ${job.id} finished before the ${REMEMBERED_EVENTS} latest events this trigger remembers, so it may have started this workflow already.`,
-				});
-			}
-		}
-		settleEvent(this, event, verify ? job.completed_at : null);
-		let item: INodeExecutionData;
-		try {
-			item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
-		} catch (error) {
-			releaseEvent(this, event);
-			return respond(this, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
-		}
-		return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
 	}
+}
+
+/**
+ * A new event, claimed: read back (with the events that arrive with it) and checked as Verify
+ * Events says, its captions attached, the workflow started. Any refusal or failure gives the claim
+ * back, so that the service's redelivery is handled anew.
+ */
+async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
+	const verify = ctx.getNodeParameter('verify', true) as boolean;
+	const attach = event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
+	let job: Job = event.data;
+	// With Verify off, Attach Captions still reads the job: caption links come from the service,
+	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
+	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
+	if (verify || attach) {
+		const read = eventRead(await readTogether(ctx, event));
+		const checked = verify ? backsUp(ctx, event, read) : 'error' in read ? read : matchesEvent(event, read.job);
+		if ('error' in checked) {
+			releaseEvent(ctx, event);
+			return respond(ctx, checked.status, { error: checked.error });
+		}
+		job = checked.job;
+		if (verify && forgottenJob(ctx, job.completed_at)) {
+			releaseEvent(ctx, event);
+			return respond(ctx, 409, {
+				error: `Event refused: job ${job.id} finished before the ${REMEMBERED_EVENTS} latest events this trigger remembers, so it may have started this workflow already.`,
+			});
+		}
+	}
+	settleEvent(ctx, event, verify ? job.completed_at : null);
+	let item: INodeExecutionData;
+	try {
+		item = await jobEventItem(ctx, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
+	} catch (error) {
+		releaseEvent(ctx, event);
+		return respond(ctx, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
+	}
+	return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
+}
+
+/** The job as read, if its status is the one the event says. */
+function matchesEvent(event: CaptioningEvent, job: Job): EventRead {
+	const mismatch = verificationProblem(event, job);
+	return mismatch ? { status: 409, error: `Event refused: ${mismatch}.` } : { job };
 }

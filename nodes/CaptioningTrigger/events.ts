@@ -41,9 +41,11 @@ const entryOf = (event: CaptioningEvent): Entry => ({ job: event.data.id, type: 
  */
 const claimedInProcess = new Map<string, { handledEvents: string[]; forgottenBefore?: number }>();
 
+const memoryKey = (ctx: IWebhookFunctions) => `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
+
 /** The two memories: this process's, and the node's static data (kept across restarts). */
 function memories(ctx: IWebhookFunctions): Array<{ handledEvents: string[]; forgottenBefore?: number; eventIds?: unknown }> {
-	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
+	const key = memoryKey(ctx);
 	let inProcess = claimedInProcess.get(key);
 	if (!inProcess) claimedInProcess.set(key, (inProcess = { handledEvents: [] }));
 	const data = ctx.getWorkflowStaticData('node') as { handledEvents?: string[]; forgottenBefore?: number; eventIds?: unknown };
@@ -95,5 +97,33 @@ export function releaseEvent(ctx: IWebhookFunctions, event: CaptioningEvent): vo
 	for (const m of memories(ctx)) {
 		const i = m.handledEvents.findIndex((line) => parse(line).id === event.id);
 		if (i >= 0) m.handledEvents.splice(i, 1);
+	}
+}
+
+/**
+ * Events being handled in this process, per workflow, node and event id. A delivery of an event
+ * whose first try is still under way (the service gave up waiting and delivered it again) waits
+ * for that try: answered "already received" once it started the workflow, handled anew if it failed,
+ * so the event is not lost when the try the service no longer listens to fails.
+ */
+const underWay = new Map<string, Promise<void>>();
+
+const tryKey = (ctx: IWebhookFunctions, event: CaptioningEvent) => `${memoryKey(ctx)}:${event.id}`;
+
+/** The try of this event under way in this process, if any: it settles when that try has ended. */
+export function tryUnderWay(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<void> | undefined {
+	return underWay.get(tryKey(ctx, event));
+}
+
+/** Handles a claimed event as its try under way, so that a redelivery meanwhile can wait for it. */
+export async function asTry<T>(ctx: IWebhookFunctions, event: CaptioningEvent, handle: () => Promise<T>): Promise<T> {
+	const key = tryKey(ctx, event);
+	let ended!: () => void;
+	underWay.set(key, new Promise<void>((resolve) => (ended = resolve)));
+	try {
+		return await handle();
+	} finally {
+		underWay.delete(key);
+		ended();
 	}
 }

@@ -5,6 +5,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
+import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
 import { binaryDataService } from '../harness/n8n';
 import type { ServedTrigger } from '../harness/webhook';
 import { serveTrigger } from '../harness/webhook';
@@ -59,6 +60,8 @@ async function post(url: string, body: unknown, contentType = 'application/json'
  */
 const undeliverable = (t: ServedTrigger) => `https://127.0.0.1:9${new URL(t.url).pathname}`;
 
+/** The job's completed event as the service would send it (the job as it is now). */
+const completedEvent = (id: string, eventId: string) => ({ id: eventId, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(id) });
 const deliveryStatuses = (jobId: string) => sb.ledger.deliveries.filter((d) => d.jobId === jobId).map((d) => d.status);
 
 describe('events from the service start the workflow', () => {
@@ -139,8 +142,6 @@ describe('events from the service start the workflow', () => {
 });
 
 describe('one execution per job and final status', () => {
-	const completedEvent = (id: string, eventId: string) => ({ id: eventId, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(id) });
-
 	test("the job's event replayed under a new event id → 409, nothing more started; its own redelivery → 200", async () => {
 		const t = await start();
 		const id = await order(t.url);
@@ -166,25 +167,32 @@ describe('one execution per job and final status', () => {
 	});
 
 	test('a job that was handled and then dropped from the bounded memory is still refused (by its completion time)', async () => {
-		const t = await start();
-		const first = await order(t.url);
-		sb.completeJob(first);
-		await sb.settleDeliveries();
-		const later: string[] = [];
-		for (let n = 0; n < REMEMBERED_EVENTS; n++) later.push(await order(t.url));
-		// One at a time: n8n saves static data per execution from the copy the request loaded, so
-		// deliveries handled at the same moment keep only one of their entries on disk.
-		for (const id of later) {
-			sb.completeJob(id);
+		// Events one at a time, each after the last was answered: read at once, not spaced.
+		const spacing = readBackLimits.spacingMs;
+		readBackLimits.spacingMs = 0;
+		try {
+			const t = await start();
+			const first = await order(t.url);
+			sb.completeJob(first);
 			await sb.settleDeliveries();
-		}
-		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
-		expect((t.staticData().handledEvents as string[]).some((line) => line.startsWith(first))).toBe(false);
+			const later: string[] = [];
+			for (let n = 0; n < REMEMBERED_EVENTS; n++) later.push(await order(t.url));
+			// One at a time: n8n saves static data per execution from the copy the request loaded, so
+			// deliveries handled at the same moment keep only one of their entries on disk.
+			for (const id of later) {
+				sb.completeJob(id);
+				await sb.settleDeliveries();
+			}
+			expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
+			expect((t.staticData().handledEvents as string[]).some((line) => line.startsWith(first))).toBe(false);
 
-		const replay = await post(t.url, completedEvent(first, 'evt_after_forgetting'));
-		expect(replay.status).toBe(409);
-		expect(replay.body.error).toMatch(new RegExp(`job ${first} finished before the ${REMEMBERED_EVENTS} latest events`));
-		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
+			const replay = await post(t.url, completedEvent(first, 'evt_after_forgetting'));
+			expect(replay.status).toBe(409);
+			expect(replay.body.error).toMatch(new RegExp(`job ${first} finished before the ${REMEMBERED_EVENTS} latest events`));
+			expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
+		} finally {
+			readBackLimits.spacingMs = spacing;
+		}
 	}, 60000);
 });
 
@@ -273,6 +281,75 @@ describe('what is refused', () => {
 		expect(t.executions).toHaveLength(0);
 		expect((await post(t.url, event)).status).toBe(200);
 		expect(t.executions).toHaveLength(1);
+	});
+});
+
+describe('bursts: events that arrive together are read back together', () => {
+	const BURST = 150;
+
+	test(`${BURST} jobs finish within 2 s, each event delivered twice, reads limited to 10/s: one execution per job, a read per five events at most`, async () => {
+		sb.setWebhook({ duplicate: true, attempts: 3 });
+		// An invoiced workspace: the prepaid one's balance is for the other tests.
+		const t = await start({}, sb.keys.otherWorkspace);
+		const ids: string[] = [];
+		for (let n = 0; n < BURST; n++) ids.push(await order(t.url, { title: `Burst ${n}` }, sb.keys.otherWorkspace));
+		sb.resetLedger();
+		sb.setRateLimits({ readPerSecond: 10 });
+		try {
+			for (const id of ids) {
+				sb.completeJob(id);
+				await new Promise((r) => setTimeout(r, 2000 / BURST));
+			}
+			await sb.settleDeliveries();
+		} finally {
+			sb.setRateLimits({});
+		}
+		expect(t.executions.map((items) => items[0].json.id).sort()).toEqual([...ids].sort());
+		const deliveries = sb.ledger.deliveries;
+		expect(deliveries.filter((d) => d.attempt === 1)).toHaveLength(2 * BURST);
+		expect(deliveries.filter((d) => d.status !== 200)).toEqual([]);
+		const reads = sb.ledger.requests.filter((r) => r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}');
+		console.log(`burst of ${BURST}: ${reads.length} reads, ${deliveries.length} deliveries`);
+		expect(reads.length).toBeLessThanOrEqual(BURST / 5);
+		expect(reads.filter((r) => r.status === 429)).toEqual([]);
+	}, 60000);
+
+	test('a delivery that arrives while the first try of its event is under way waits for it: the first fails, the second starts the workflow', async () => {
+		const t = await start();
+		const id = await order(undeliverable(t));
+		const event = completedEvent(id, 'evt_slow_first');
+		sb.completeJob(id);
+		// The first try's read is slow and then fails; the service, tired of waiting, delivers again.
+		sb.setLatency(500);
+		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request' });
+		try {
+			const first = post(t.url, event);
+			await new Promise((r) => setTimeout(r, 100));
+			const second = post(t.url, event);
+			expect((await first).status).toBe(500);
+			expect(await second).toEqual({ status: 200, body: { received: true, started: true } });
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(t.executions).toHaveLength(1);
+		expect((await post(t.url, event)).body).toEqual({ received: true, started: false, reason: 'event evt_slow_first was already received' });
+	});
+
+	test('a delivery that arrives while the first try is under way and then starts the workflow is answered as a duplicate', async () => {
+		const t = await start();
+		const id = await order(undeliverable(t));
+		const event = completedEvent(id, 'evt_slow_ok');
+		sb.completeJob(id);
+		sb.setLatency(300);
+		try {
+			const [first, second] = await Promise.all([post(t.url, event), new Promise((r) => setTimeout(r, 100)).then(async () => await post(t.url, event))]);
+			expect(first.body).toEqual({ received: true, started: true });
+			expect(second.body).toEqual({ received: true, started: false, reason: 'event evt_slow_ok was already received' });
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(t.executions).toHaveLength(1);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
 	});
 });
 

@@ -71,37 +71,42 @@ export function respond(ctx: IWebhookFunctions, status: number, body: IDataObjec
 	return { noWebhookResponse: true };
 }
 
+export type EventRead = { job: Job } | { status: number; error: string };
+
 /**
- * The event's job as the API returns it: a job outside this workspace is refused (403), a failure
- * to read it is a 500, so the service may retry.
+ * A read of the event's job as the trigger answers it: a job outside this workspace is refused
+ * (403), a failure to read it is a 500, so the service may retry.
  */
-export async function readEventJob(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<{ job: Job } | { status: number; error: string }> {
-	try {
-		return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body };
-	} catch (error) {
-		if (error instanceof NodeApiError && error.httpCode === '404') {
-			return { status: 403, error: 'Event refused: its job is not in this workspace.' };
-		}
-		return { status: 500, error: `The job could not be read: ${(error as Error).message}` };
+export function eventRead(result: Job | Error): EventRead {
+	if (!(result instanceof Error)) return { job: result };
+	if (result instanceof NodeApiError && result.httpCode === '404') {
+		return { status: 403, error: 'Event refused: its job is not in this workspace.' };
 	}
+	return { status: 500, error: `The job could not be read: ${result.message}` };
 }
 
 /**
- * Reads the event's job back with the node's credentials. The service does not sign events, so
- * this is what makes one trustworthy: the job must be in this workspace (else 403), have the
- * status the event claims (else 409), and have been ordered with the URL this request came to
- * (else 403: another workflow's job, or one ordered in the dashboard). A failure to read it is a
- * 500, so the service may retry.
+ * Whether the job as read backs the event up. The service does not sign events, so this is what
+ * makes one trustworthy: the job must be in this workspace (else 403), have the status the event
+ * claims (else 409), and have been ordered with the URL this request came to (else 403: another
+ * workflow's job, or one ordered in the dashboard).
  */
-export async function readBackEvent(
-	ctx: IWebhookFunctions,
-	event: CaptioningEvent,
-): Promise<{ job: Job } | { status: number; error: string }> {
-	const read = await readEventJob(ctx, event);
+export function backsUp(ctx: IWebhookFunctions, event: CaptioningEvent, read: EventRead): EventRead {
 	if ('error' in read) return read;
 	const { job } = read;
 	const mismatch = verificationProblem(event, job);
 	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
 	const elsewhere = destinationProblem(job, ctx.getRequestObject().originalUrl);
 	return elsewhere ? { status: 403, error: `Event refused: ${elsewhere}.` } : { job };
+}
+
+/** Reads the event's job back with the node's credentials (one read) and checks it backs the event up. */
+export async function readBackEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<EventRead> {
+	let result: Job | Error;
+	try {
+		result = (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body;
+	} catch (error) {
+		result = error as Error;
+	}
+	return backsUp(ctx, event, eventRead(result));
 }

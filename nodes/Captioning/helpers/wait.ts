@@ -27,30 +27,48 @@ interface Pending {
 }
 
 /**
- * Reads many jobs at once (Poll's rounds, On Webhook's events): the job list, newest first, as
- * far back as the oldest of them, then one by one only what those pages did not hold (many jobs
- * ordered elsewhere meanwhile) or a single job.
+ * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
+ * newest first, as far back as the oldest of them, then one by one only what those pages did not
+ * hold (many jobs ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job
+ * that cannot be read does not fail the others.
  */
-export async function readJobsTogether(ctx: ApiContext, jobs: Job[], priority?: number): Promise<Map<string, Job>> {
-	const read = new Map<string, Job>();
+export async function readJobsSettled(ctx: ApiContext, jobs: Array<Pick<Job, 'id' | 'created_at'>>, priority?: number): Promise<Map<string, Job | Error>> {
+	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
 		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
 		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
-		for await (const page of jobPages(ctx, {}, { priority })) {
-			for (const job of page) if (unseen.delete(job.id)) read.set(job.id, job);
-			// Newest first: past the oldest of them, the list holds none of them.
-			const last = page.at(-1);
-			if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
+		try {
+			for await (const page of jobPages(ctx, {}, { priority })) {
+				for (const job of page) if (unseen.delete(job.id)) read.set(job.id, job);
+				// Newest first: past the oldest of them, the list holds none of them.
+				const last = page.at(-1);
+				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
+			}
+		} catch (error) {
+			// The list could not be read (after the transport's retries): nor, now, could each job.
+			for (const id of unseen) read.set(id, error as Error);
+			return read;
 		}
 	}
 	await Promise.all(
 		[...unseen].map(async (id) => {
-			read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority })).body);
+			try {
+				read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority })).body);
+			} catch (error) {
+				read.set(id, error as Error);
+			}
 		}),
 	);
 	return read;
+}
+
+/** readJobsSettled, failing as a whole when any job could not be read. */
+export async function readJobsTogether(ctx: ApiContext, jobs: Job[], priority?: number): Promise<Map<string, Job>> {
+	const read = await readJobsSettled(ctx, jobs, priority);
+	for (const result of read.values()) if (result instanceof Error) throw result;
+	return read as Map<string, Job>;
 }
 
 export class JobWaiter {
