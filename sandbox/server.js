@@ -427,11 +427,13 @@ async function createSandbox(options = {}) {
 			bodyTimeout: 10000,
 		})
 			.then(async (res) => {
+				record.ms = Date.now() - record.at;
 				record.status = res.statusCode;
 				record.body = await res.body.text();
 				return res.statusCode >= 200 && res.statusCode < 300;
 			})
 			.catch((err) => {
+				record.ms ??= Date.now() - record.at;
 				record.error = err.code ?? err.message;
 				return false;
 			})

@@ -146,7 +146,10 @@ async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Prom
 		releaseEvent(ctx, event);
 		return respond(ctx, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
 	}
-	return { webhookResponse: { received: true, started: true }, workflowData: [[item]] };
+	// Answered now, not after n8n has created the execution (2.x waits for that to answer): under a
+	// burst that wait is most of the answer time, and the claim already makes a redelivery a duplicate.
+	respond(ctx, 200, { received: true, started: true });
+	return { noWebhookResponse: true, workflowData: [[item]] };
 }
 
 /** The job as read, if its status is the one the event says. */

@@ -2,26 +2,36 @@
 // once, its events come in a burst (each perhaps twice); read one by one, every event would cost a
 // read under the read limit the whole API key shares, and the last ones would wait for seconds of
 // 429s before they are answered, long enough for the service to give up and deliver them again.
-// Here a trigger reads at most once per `spacingMs`: the first event of a quiet moment is read at
+//
+// So a trigger reads at most once per `spacingMs`: the first event of a quiet moment is read at
 // once, and the events that arrive while a read is under way or spaced share the next one (a page
 // of the job list holds 100 jobs; readJobsSettled reads one by one only what its pages did not
-// hold). The memory is this process's, as n8n runs every webhook call of a trigger in one process
-// (or in each webhook process of queue mode, each with its own).
+// hold). And what a read's pages showed of jobs already completed or cancelled is kept for
+// `recentMs`: a final job stays final, so an event whose job a read after its completion already
+// showed in the status it claims needs no read of its own (in a burst, most of them). An event whose
+// status the kept job does not have is read anew, never refused on what was kept.
+//
+// The memory is this process's and per workflow, node and credentials: n8n runs every webhook call
+// of a trigger in one process (in queue mode, in each webhook process, each with its own).
 import type { IWebhookFunctions } from 'n8n-workflow';
 
 import type { CaptioningEvent } from '../Captioning/helpers/events';
+import { verificationProblem } from '../Captioning/helpers/events';
 import type { Job } from '../Captioning/helpers/types';
-import { readJobsSettled } from '../Captioning/helpers/wait';
-import { pause } from '../Captioning/transport';
+import { isFinal, readJobsSettled } from '../Captioning/helpers/wait';
+import { CREDENTIAL_NAME, pause } from '../Captioning/transport';
 
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */
 	spacingMs: 250,
+	/** How long final jobs a read showed are kept, and how many at most. */
+	recentMs: 60000,
+	recentJobs: 1000,
 };
 
 interface Waiting {
 	ctx: IWebhookFunctions;
-	job: Pick<Job, 'id' | 'created_at'>;
+	event: CaptioningEvent;
 	resolve: (result: Job | Error) => void;
 }
 
@@ -29,18 +39,46 @@ interface Reader {
 	queue: Waiting[];
 	draining: boolean;
 	lastReadAt: number;
+	/** Final jobs the pages of recent reads held, by id, with when they were read (oldest first). */
+	recent: Map<string, { job: Job; at: number }>;
 }
 
-/** Per workflow and node: the events waiting for the next read, and when the last one started. */
+/** Per workflow, node and credentials. */
 const readers = new Map<string, Reader>();
 
-/** The event's job as the API returns it now (or the error reading it), read with its neighbours. */
-export async function readTogether(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<Job | Error> {
-	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
+function readerOf(ctx: IWebhookFunctions): Reader {
+	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
+	// waits behind every execution n8n is saving.
+	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
+	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
 	let reader = readers.get(key);
-	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0 }));
-	const job = { id: event.data.id, created_at: String(event.data.created_at ?? '') };
-	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, job, resolve }));
+	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map() }));
+	return reader;
+}
+
+/** A kept job that backs the event's status up, if one was read recently enough. */
+function recentFor(reader: Reader, event: CaptioningEvent): Job | undefined {
+	const kept = reader.recent.get(event.data.id);
+	if (!kept || Date.now() - kept.at > readBackLimits.recentMs) return undefined;
+	return verificationProblem(event, kept.job) ? undefined : kept.job;
+}
+
+function keep(reader: Reader, job: Job): void {
+	if (!isFinal(job)) return;
+	reader.recent.delete(job.id);
+	reader.recent.set(job.id, { job, at: Date.now() });
+	for (const [id, kept] of reader.recent) {
+		if (reader.recent.size <= readBackLimits.recentJobs && Date.now() - kept.at <= readBackLimits.recentMs) break;
+		reader.recent.delete(id);
+	}
+}
+
+/** The event's job as the API returns it (or the error reading it), read with its neighbours. */
+export async function readTogether(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<Job | Error> {
+	const reader = readerOf(ctx);
+	const kept = recentFor(reader, event);
+	if (kept) return kept;
+	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, event, resolve }));
 	if (!reader.draining) void drain(reader);
 	return await read;
 }
@@ -55,11 +93,19 @@ async function drain(reader: Reader): Promise<void> {
 			// Read with the credentials of a request still waiting for the answer (the batch's first).
 			let read: Map<string, Job | Error>;
 			try {
-				read = await readJobsSettled(batch[0].ctx, batch.map((w) => w.job));
+				const jobs = batch.map((w) => ({ id: w.event.data.id, created_at: String(w.event.data.created_at ?? '') }));
+				read = await readJobsSettled(batch[0].ctx, jobs, undefined, (job) => keep(reader, job));
 			} catch (error) {
-				read = new Map(batch.map((w) => [w.job.id, error as Error]));
+				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 			}
-			for (const w of batch) w.resolve(read.get(w.job.id) ?? new Error(`job ${w.job.id} was not read`));
+			for (const job of read.values()) if (!(job instanceof Error)) keep(reader, job);
+			for (const w of batch) w.resolve(read.get(w.event.data.id) ?? new Error(`job ${w.event.data.id} was not read`));
+			// Events that came meanwhile, whose jobs this read already showed final: answered now.
+			reader.queue = reader.queue.filter((w) => {
+				const job = recentFor(reader, w.event);
+				if (job) w.resolve(job);
+				return !job;
+			});
 		}
 	} finally {
 		reader.draining = false;

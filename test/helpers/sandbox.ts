@@ -39,7 +39,7 @@ export interface Sandbox {
 			contentLengthSent: number | null;
 			puts: number;
 		}>;
-		deliveries: Array<{ eventId: string; type: string; jobId: string; url: string; attempt: number; status: number | null; error: string | null }>;
+		deliveries: Array<{ eventId: string; type: string; jobId: string; url: string; attempt: number; status: number | null; error: string | null; at: number; /** Until the answer's headers (or the failure). */ ms?: number }>;
 		captionDownloads: Array<{ origin: string; jobId: string; format: string; authorization: boolean }>;
 		storageRequests: Array<{ method: string; path: string; authorization: boolean; status: number | null }>;
 	};

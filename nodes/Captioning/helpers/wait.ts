@@ -30,9 +30,14 @@ interface Pending {
  * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
  * newest first, as far back as the oldest of them, then one by one only what those pages did not
  * hold (many jobs ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job
- * that cannot be read does not fail the others.
+ * that cannot be read does not fail the others. `seen` hears of every job the pages held.
  */
-export async function readJobsSettled(ctx: ApiContext, jobs: Array<Pick<Job, 'id' | 'created_at'>>, priority?: number): Promise<Map<string, Job | Error>> {
+export async function readJobsSettled(
+	ctx: ApiContext,
+	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
+	priority?: number,
+	seen?: (job: Job) => void,
+): Promise<Map<string, Job | Error>> {
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -41,7 +46,10 @@ export async function readJobsSettled(ctx: ApiContext, jobs: Array<Pick<Job, 'id
 		let pages = 0;
 		try {
 			for await (const page of jobPages(ctx, {}, { priority })) {
-				for (const job of page) if (unseen.delete(job.id)) read.set(job.id, job);
+				for (const job of page) {
+					seen?.(job);
+					if (unseen.delete(job.id)) read.set(job.id, job);
+				}
 				// Newest first: past the oldest of them, the list holds none of them.
 				const last = page.at(-1);
 				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;

@@ -1,0 +1,135 @@
+// A burst of job events at real n8n, for the e2e suite (test/e2e/burst.test.ts) and the bench:
+// `count` jobs finish within two seconds, the service delivers each event twice and allows 10 reads
+// a second. The same burst goes to the Captioning Trigger (Verify Events on) and to n8n's own Webhook
+// node (which reads nothing: the floor any trigger on this n8n can reach), one after the other in
+// the same n8n. The sandbox, as the sender, times each delivery until n8n's answer.
+import type { Sandbox } from '../helpers/sandbox';
+import { executionsApi } from './executions';
+import type { N8n } from './n8n';
+import { tempJson } from './n8n';
+
+export const BURST_TRIGGER_WORKFLOW = 'wfBurstTrigger01';
+export const BURST_WEBHOOK_WORKFLOW = 'wfBurstWebhook01';
+const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
+const WEBHOOK_PATH = 'burst-webhook-node';
+const CREDENTIAL_ID = 'captioningBurst';
+
+/** Imports (and on 2.x publishes) the two workflows; call before n8n starts. */
+export async function importBurstWorkflows(n8n: N8n, sb: Sandbox): Promise<void> {
+	await n8n.cli(['import:credentials', `--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
+	const workflow = (id: string, name: string, trigger: object) => ({
+		id,
+		name,
+		versionId: `${id}-v1`,
+		active: false,
+		settings: { executionOrder: 'v1' },
+		nodes: [trigger, { id: `${id}-noop`, name: 'Next', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} }],
+		connections: { [(trigger as { name: string }).name]: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
+	});
+	await n8n.cli([
+		'import:workflow',
+		`--input=${tempJson('burst-trigger.json', workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
+			id: 'burst-trigger',
+			name: 'Job Event',
+			type: 'n8n-nodes-captioning.captioningTrigger',
+			typeVersion: 1,
+			position: [0, 0],
+			webhookId: TRIGGER_WEBHOOK_ID,
+			parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
+			credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
+		}))}`,
+	]);
+	await n8n.cli([
+		'import:workflow',
+		`--input=${tempJson('burst-webhook.json', workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
+			id: 'burst-webhook',
+			name: 'Webhook',
+			type: 'n8n-nodes-base.webhook',
+			typeVersion: 2,
+			position: [0, 0],
+			webhookId: '9a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c52',
+			parameters: { httpMethod: 'POST', path: WEBHOOK_PATH, responseMode: 'onReceived', options: {} },
+		}))}`,
+	]);
+	if (n8n.install.version.startsWith('2.')) {
+		for (const id of [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+	}
+}
+
+/** Activates the workflows on 1.x (2.x: published before start) and waits until both answer. */
+export async function activateBurstWorkflows(n8n: N8n): Promise<void> {
+	const api = executionsApi(() => n8n);
+	await api.activateOn1x([BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW]);
+	// 2.x registers production webhooks in the background after start: wait until both are there.
+	await api.waitFor('the burst webhooks', async () => ((await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning`, {})).status === 400 ? true : undefined));
+	await api.waitFor("the Webhook node's webhook", async () => ((await n8n.post(`/webhook/${WEBHOOK_PATH}`, { warmUp: true })).status === 200 ? true : undefined));
+}
+
+export interface BurstResult {
+	target: 'trigger' | 'webhookNode';
+	events: number;
+	/** Jobs the service delivered events for, and the executions n8n started for them. */
+	ids: string[];
+	executions: number;
+	/** Deliveries (each event twice, and any the service tried again) and their answers. */
+	deliveries: Array<{ eventId: string; attempt: number; status: number | null; error: string | null; ms?: number }>;
+	/** Reads of jobs by the trigger's key during the burst (GET /jobs and GET /jobs/{id}), and 429s among them. */
+	reads: number;
+	refused: number;
+	/** 95th percentile of the time until n8n answered a delivery (its first try), in ms. */
+	p95Ms: number;
+	/** From the first job finishing until every execution was there. */
+	totalMs: number;
+}
+
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
+
+/** Completes `count` jobs ordered with the target's URL within `windowMs`, events delivered twice, 10 reads/s. */
+export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstResult['target'], count: number, windowMs = 2000): Promise<BurstResult> {
+	const api = executionsApi(() => n8n);
+	const workflowId = target === 'trigger' ? BURST_TRIGGER_WORKFLOW : BURST_WEBHOOK_WORKFLOW;
+	const url = target === 'trigger' ? `${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning` : `${n8n.url}/webhook/${WEBHOOK_PATH}`;
+	const executions = async () => (await n8n.rest<{ results?: unknown[]; count?: number }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`)).body.count ?? 0;
+	const before = await executions();
+	const ids: string[] = [];
+	for (let n = 0; n < count; n++) {
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ media_url: `https://media.example.com/burst-${target}-${n}.mp4`, webhook_url: url }),
+		});
+		ids.push(((await res.json()) as { id: string }).id);
+	}
+	sb.resetLedger();
+	sb.setWebhook({ duplicate: true, attempts: 3 });
+	sb.setRateLimits({ readPerSecond: 10 });
+	const started = Date.now();
+	try {
+		for (const id of ids) {
+			sb.completeJob(id);
+			await new Promise((r) => setTimeout(r, windowMs / count));
+		}
+		await sb.settleDeliveries();
+		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 300000);
+	} finally {
+		sb.setRateLimits({});
+		sb.setWebhook({ duplicate: false });
+	}
+	const totalMs = Date.now() - started;
+	// A little longer: any execution more than one per job would show.
+	await new Promise((r) => setTimeout(r, 1500));
+	const deliveries = sb.ledger.deliveries.filter((d) => ids.includes(d.jobId));
+	const reads = sb.ledger.requests.filter((r) => r.keyName === 'full' && (r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}'));
+	const firstTries = deliveries.filter((d) => d.attempt === 1).map((d) => d.ms ?? Infinity);
+	return {
+		target,
+		events: count,
+		ids,
+		executions: (await executions()) - before,
+		deliveries: deliveries.map(({ eventId, attempt, status, error, ms }) => ({ eventId, attempt, status, error, ms })),
+		reads: reads.length,
+		refused: reads.filter((r) => r.status === 429).length,
+		p95Ms: percentile(firstTries, 95),
+		totalMs,
+	};
+}
