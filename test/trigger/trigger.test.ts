@@ -314,6 +314,32 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(reads.filter((r) => r.status === 429)).toEqual([]);
 	}, 60000);
 
+	test('a final job a recent read showed verifies its event without a read; an event whose status it does not have is read anew', async () => {
+		const t = await start();
+		const [first, a, b, c] = [await order(undeliverable(t)), await order(undeliverable(t)), await order(undeliverable(t)), await order(undeliverable(t))];
+		for (const id of [first, a, b, c]) sb.completeJob(id);
+		// The first event is read at once (slowly); the two that arrive meanwhile share the next read,
+		// of the job list, which shows c completed too.
+		sb.setLatency(200);
+		try {
+			const firstAnswer = post(t.url, completedEvent(first, 'evt_kept_first'));
+			await new Promise((r) => setTimeout(r, 50));
+			await Promise.all([firstAnswer, post(t.url, completedEvent(a, 'evt_kept_a')), post(t.url, completedEvent(b, 'evt_kept_b'))]);
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs').length).toBe(1);
+		const reads = sb.ledger.requests.length;
+		expect((await post(t.url, completedEvent(c, 'evt_kept_c'))).body).toEqual({ received: true, started: true });
+		expect(sb.ledger.requests).toHaveLength(reads);
+		expect(t.executions.map((items) => items[0].json.id)).toEqual(expect.arrayContaining([first, a, b, c]));
+		// c as cancelled: not what was kept, so read again (and refused: the job is completed).
+		const cancelled = await post(t.url, { ...completedEvent(c, 'evt_kept_c_cancelled'), type: 'job.cancelled' });
+		expect(cancelled).toEqual({ status: 409, body: { error: "Event refused: the event says job.cancelled but the job's status is completed." } });
+		expect(sb.ledger.requests.slice(reads).map((r) => r.route)).toEqual(['GET /jobs/{id}']);
+		expect(t.executions).toHaveLength(4);
+	});
+
 	test('a delivery that arrives while the first try of its event is under way waits for it: the first fails, the second starts the workflow', async () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
