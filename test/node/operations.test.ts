@@ -3,6 +3,7 @@
 import { inflateRawSync } from 'node:zlib';
 import type { IDataObject } from 'n8n-workflow';
 
+import { captionLimits } from '../../nodes/Captioning/helpers/captions';
 import { binaryDataService, storeBinary } from '../harness/n8n';
 import { MEDIA, NODE, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
@@ -157,6 +158,58 @@ describe('Job → Get Captions', () => {
 			expect.objectContaining({ origin: 'storage', format: 'srt', authorization: false }),
 			expect.objectContaining({ origin: 'storage', format: 'vtt', authorization: false }),
 		]);
+	});
+});
+
+describe('Job → Get Captions into the item\'s JSON (for AI Agents and text steps)', () => {
+	test('Item JSON (Text): the text of SRT, VTT and TXT, the JSON format as segments; no files', async () => {
+		const id = await order({ title: 'As text' });
+		sb.completeJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'vtt', 'txt', 'json'], captionsAs: 'json' });
+		expect(run.failure).toBeUndefined();
+		const json = run.items[0].json as { caption_text: Record<string, string>; caption_segments: Array<Record<string, unknown>> };
+		expect(run.items[0].binary).toBeUndefined();
+		expect(json).toMatchObject({ id, status: 'completed' });
+		expect(json.caption_text.srt).toMatch(/^1\n00:00:00,000 --> /);
+		expect(json.caption_text.vtt).toMatch(/^WEBVTT/);
+		expect(json.caption_text.txt).toMatch(/welcome back to the show/i);
+		expect(json.caption_segments.length).toBeGreaterThan(3);
+		expect(json.caption_segments[1]).toEqual({ start: expect.any(Number), end: expect.any(Number), speaker: 'ALEX', text: expect.stringContaining('back to the show') });
+		expect(json).not.toHaveProperty('caption_truncated');
+	});
+
+	test('Both: the files, and their text beside them; DOCX as a file only', async () => {
+		const id = await order({ title: 'Both' });
+		sb.completeJob(id);
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'docx'], captionsAs: 'both', binaryPropertyName: 'data' });
+		expect(Object.keys(run.items[0].binary!).sort()).toEqual(['data_docx', 'data_srt']);
+		expect(Object.keys(run.items[0].json.caption_text as object)).toEqual(['srt']);
+	});
+
+	test('DOCX for the JSON alone is refused before any request, naming the fix', async () => {
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: 'any-id', formats: ['srt', 'docx'], captionsAs: 'json' });
+		expect(run.failure).toMatchObject({ message: "DOCX cannot go into the item's JSON", description: expect.stringMatching(/Put Captions In: Both/) });
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+
+	test('text above the bound is cut at a line end and named in caption_truncated; the file stays whole', async () => {
+		const id = await order({ title: 'Long' });
+		sb.completeJob(id);
+		const limit = captionLimits.textChars;
+		captionLimits.textChars = 150;
+		try {
+			const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'json'], captionsAs: 'both', binaryPropertyName: 'data' });
+			const json = run.items[0].json as { caption_text: { srt: string }; caption_segments: unknown[]; caption_truncated: string[] };
+			expect(json.caption_truncated).toEqual(['srt', 'json']);
+			expect(json.caption_text.srt.length).toBeLessThanOrEqual(150);
+			expect(json.caption_text.srt.endsWith('\n')).toBe(true);
+			expect(JSON.stringify(json.caption_segments).length).toBeLessThanOrEqual(150 + 2 + json.caption_segments.length);
+			const whole = (await (await binaryDataService()).getAsBuffer(run.items[0].binary!.data_srt)).toString();
+			expect(whole.length).toBeGreaterThan(150);
+			expect(whole.startsWith(json.caption_text.srt)).toBe(true);
+		} finally {
+			captionLimits.textChars = limit;
+		}
 	});
 });
 

@@ -412,6 +412,16 @@ test('captions of a completed job are attached as binary files', async () => {
 	expect(t.executions[1][0].binary).toBeUndefined();
 });
 
+test('captions attached as text in the JSON (Put Captions In: Item JSON), for an AI step after the trigger', async () => {
+	const t = await start({ attachCaptions: true, formats: ['txt', 'json'], captionsAs: 'json' });
+	const id = await order(t.url, { title: 'Episode 13' });
+	sb.completeJob(id);
+	await sb.settleDeliveries();
+	const [item] = t.executions[0];
+	expect(item.binary).toBeUndefined();
+	expect(item.json).toMatchObject({ id, caption_text: { txt: expect.stringMatching(/back to the show/) }, caption_segments: expect.arrayContaining([expect.objectContaining({ speaker: 'MARIA' })]) });
+});
+
 describe('Verify Events off: caption links come from the service, never from a posted body', () => {
 	/** Links a forger would plant: another host, n8n itself, a local file, the service's host outside the Base URL. */
 	const forgedLinks = (elsewhere: string, n8n: string) => ({

@@ -1,6 +1,7 @@
 // Caption files: the formats a user picks, and downloading a completed job's captions as n8n
-// binary files (Job → Get Captions and both triggers' Attach Captions).
-import type { IBinaryKeyData, IExecuteFunctions, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
+// binary files, as text in the item's JSON, or both (Job → Get Captions and both triggers' Attach
+// Captions).
+import type { IBinaryKeyData, IDataObject, IExecuteFunctions, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { getBaseUrl } from '../transport';
@@ -31,6 +32,74 @@ export const formatsField: INodeProperties = {
 	description: 'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
 };
 
+export type CaptionsAs = 'binary' | 'json' | 'both';
+
+/**
+ * The most characters of one format the item's JSON takes: an hour of subtitles is about 60,000,
+ * so this holds some 15 hours, beyond the service's 12-hour default, while keeping execution data
+ * (saved with every execution) bounded. Above it the text is cut at a line end, and
+ * `caption_truncated` names the format; the binary file (Both) is always whole.
+ */
+export const captionLimits = { textChars: 1_000_000 };
+
+export const captionsAsField: INodeProperties = {
+	displayName: 'Put Captions In',
+	name: 'captionsAs',
+	type: 'options',
+	options: [
+		{ name: 'Binary Files', value: 'binary', description: 'Files for a storage node (Google Drive, S3, Write Files to Disk)' },
+		{
+			name: 'Item JSON (Text)',
+			value: 'json',
+			description: 'The text in caption_text.srt, .vtt and .txt; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions',
+		},
+		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
+	],
+	default: 'binary',
+	description: `Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent's tool the text always comes in the JSON (an agent cannot read files).`,
+};
+
+/** Where captions go for this run: as a tool, the text always comes in the JSON. */
+export function captionsAsFor(ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions, i: number): CaptionsAs {
+	const as = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
+	return ctx.getNode().type.endsWith('Tool') && as === 'binary' ? 'both' : as;
+}
+
+/** A format with no text for the JSON (DOCX) chosen for the JSON alone: the fix, before any request. */
+export function captionsAsProblem(formats: CaptionFormat[], as: CaptionsAs): string | undefined {
+	if (as === 'json' && formats.includes('docx')) {
+		return 'DOCX is a Word file and has no text for the item\'s JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX';
+	}
+	return undefined;
+}
+
+/** Text cut at the last line end within the limit. */
+function bounded(text: string): { text: string; truncated: boolean } {
+	if (text.length <= captionLimits.textChars) return { text, truncated: false };
+	const cut = text.lastIndexOf('\n', captionLimits.textChars);
+	return { text: text.slice(0, cut > 0 ? cut + 1 : captionLimits.textChars), truncated: true };
+}
+
+/** The JSON format's segments (as many as fit the limit), or the document itself if it has none. */
+function segmentsOf(ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions, i: number, job: Job, data: Buffer): { json: IDataObject; truncated: boolean } {
+	let doc: unknown;
+	try {
+		doc = JSON.parse(data.toString('utf8'));
+	} catch {
+		throw new NodeOperationError(ctx.getNode(), `The JSON captions of job ${job.id} are not valid JSON`, { itemIndex: i, description: 'Choose Binary Files to get the file as the service sent it, or another format.' });
+	}
+	const segments = (doc as { segments?: unknown }).segments;
+	if (!Array.isArray(segments)) return { json: { caption_json: doc as IDataObject }, truncated: false };
+	const kept: IDataObject[] = [];
+	let size = 0;
+	for (const segment of segments as IDataObject[]) {
+		size += JSON.stringify(segment).length;
+		if (size > captionLimits.textChars) return { json: { caption_segments: kept }, truncated: true };
+		kept.push(segment);
+	}
+	return { json: { caption_segments: kept }, truncated: false };
+}
+
 /** A file name from the job title: what the service uses as the download name, made safe for disks. */
 export function captionFileName(job: Job, format: CaptionFormat): string {
 	// eslint-disable-next-line no-control-regex
@@ -38,14 +107,18 @@ export function captionFileName(job: Job, format: CaptionFormat): string {
 	return `${base || job.id}.${format}`;
 }
 
-/** Downloads the chosen formats of a completed job as binary fields; refuses a job without captions. */
-export async function captionBinaries(
+/**
+ * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
+ * (see CaptionsAs); refuses a job without captions.
+ */
+export async function captionOutputs(
 	ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions,
 	i: number,
 	job: Job,
 	formats: CaptionFormat[],
 	field: string,
-): Promise<IBinaryKeyData> {
+	as: CaptionsAs = 'binary',
+): Promise<{ binary?: IBinaryKeyData; json: IDataObject }> {
 	if (job.status !== 'completed' || !job.captions) {
 		const why =
 			job.status === 'cancelled'
@@ -67,10 +140,31 @@ export async function captionBinaries(
 	}
 	// The formats download together, within the node run's pacing (Batching → Concurrency).
 	const files = await Promise.all(formats.map(async (format) => await downloadFile(ctx, captions[format], baseUrl, i)));
-	const binary: IBinaryKeyData = {};
-	for (const [n, format] of formats.entries()) {
-		const name = formats.length === 1 ? field : `${field}_${format}`;
-		binary[name] = await ctx.helpers.prepareBinaryData(files[n].data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+	const out: { binary?: IBinaryKeyData; json: IDataObject } = { json: {} };
+	if (as !== 'json') {
+		out.binary = {};
+		for (const [n, format] of formats.entries()) {
+			const name = formats.length === 1 ? field : `${field}_${format}`;
+			out.binary[name] = await ctx.helpers.prepareBinaryData(files[n].data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+		}
 	}
-	return binary;
+	if (as !== 'binary') {
+		const text: IDataObject = {};
+		const truncated: string[] = [];
+		for (const [n, format] of formats.entries()) {
+			if (format === 'docx') continue;
+			if (format === 'json') {
+				const segments = segmentsOf(ctx, i, job, files[n].data);
+				Object.assign(out.json, segments.json);
+				if (segments.truncated) truncated.push(format);
+				continue;
+			}
+			const cut = bounded(files[n].data.toString('utf8'));
+			text[format] = cut.text;
+			if (cut.truncated) truncated.push(format);
+		}
+		if (Object.keys(text).length > 0) out.json.caption_text = text;
+		if (truncated.length > 0) out.json.caption_truncated = truncated;
+	}
+	return out;
 }

@@ -1,7 +1,8 @@
 // What the two triggers share: the Events choice, Attach Captions, and the item a job event becomes.
 import type { IDataObject, INodeExecutionData, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
-import { captionBinaries, formatsField } from './captions';
+import { captionOutputs, captionsAsField, captionsAsFor, captionsAsProblem, formatsField } from './captions';
 import type { EventType } from './events';
 import type { CaptionFormat, Job } from './types';
 
@@ -27,13 +28,14 @@ export const attachCaptionsFields: INodeProperties[] = [
 		description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
 	},
 	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
+	{ ...captionsAsField, displayOptions: { show: { attachCaptions: [true] } } },
 	{
 		displayName: 'Put Output File in Field',
 		name: 'binaryPropertyName',
 		type: 'string',
 		default: 'data',
 		required: true,
-		displayOptions: { show: { attachCaptions: [true] } },
+		displayOptions: { show: { attachCaptions: [true], captionsAs: ['binary', 'both'] } },
 		hint: 'The name of the output binary field to put the file in',
 		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
 	},
@@ -55,8 +57,13 @@ export async function jobEventItem(
 	};
 	if (event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean)) {
 		const formats = ctx.getNodeParameter('formats', []) as CaptionFormat[];
-		const field = ctx.getNodeParameter('binaryPropertyName', 'data') as string;
-		item.binary = await captionBinaries(ctx, 0, job, formats, field);
+		const as = captionsAsFor(ctx, 0);
+		const problem = captionsAsProblem(formats, as);
+		if (problem) throw new NodeOperationError(ctx.getNode(), `Attach Captions: ${problem}`);
+		const field = as === 'json' ? 'data' : (ctx.getNodeParameter('binaryPropertyName', 'data') as string);
+		const { binary, json } = await captionOutputs(ctx, 0, job, formats, field, as);
+		Object.assign(item.json, json);
+		if (binary) item.binary = binary;
 	}
 	return item;
 }

@@ -1,8 +1,9 @@
-import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import { batchingField } from '../../helpers/batch';
-import { captionBinaries, formatsField } from '../../helpers/captions';
+import type { CaptionsAs } from '../../helpers/captions';
+import { captionOutputs, captionsAsField, captionsAsFor, captionsAsProblem, formatsField } from '../../helpers/captions';
 import type { CaptionFormat } from '../../helpers/types';
 import { jobIdField } from './common';
 import { getJob, getJobId } from './get.operation';
@@ -10,6 +11,7 @@ import { getJob, getJobId } from './get.operation';
 const properties: INodeProperties[] = [
 	jobIdField,
 	formatsField,
+	captionsAsField,
 	batchingField,
 	{
 		displayName: 'Put Output File in Field',
@@ -17,6 +19,7 @@ const properties: INodeProperties[] = [
 		type: 'string',
 		default: 'data',
 		required: true,
+		displayOptions: { show: { captionsAs: ['binary', 'both'] } },
 		hint: 'The name of the output binary field to put the file in',
 		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt and data_vtt',
 	},
@@ -27,6 +30,7 @@ export const description = updateDisplayOptions({ show: { resource: ['job'], ope
 interface Download {
 	formats: CaptionFormat[];
 	field: string;
+	as: CaptionsAs;
 }
 
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Download> {
@@ -34,12 +38,15 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Downl
 	if (!formats.length) {
 		throw new NodeOperationError(this.getNode(), 'No format is selected', { itemIndex: i, description: 'Choose at least one of SRT, VTT, TXT, DOCX or JSON in Formats.' });
 	}
+	const as = captionsAsFor(this, i);
+	const problem = captionsAsProblem(formats, as);
+	if (problem) throw new NodeOperationError(this.getNode(), 'DOCX cannot go into the item\'s JSON', { itemIndex: i, description: `${problem}.` });
 	getJobId(this, i);
-	return { formats, field: this.getNodeParameter('binaryPropertyName', i) as string };
+	return { formats, field: as === 'json' ? 'data' : (this.getNodeParameter('binaryPropertyName', i) as string), as };
 }
 
-export async function execute(this: IExecuteFunctions, i: number, { formats, field }: Download): Promise<INodeExecutionData[]> {
+export async function execute(this: IExecuteFunctions, i: number, { formats, field, as }: Download): Promise<INodeExecutionData[]> {
 	const job = await getJob(this, i);
-	const binary = await captionBinaries(this, i, job, formats, field);
-	return [{ json: job as unknown as INodeExecutionData['json'], binary }];
+	const { binary, json } = await captionOutputs(this, i, job, formats, field, as);
+	return [{ json: { ...(job as unknown as IDataObject), ...json }, ...(binary ? { binary } : {}) }];
 }
