@@ -8,17 +8,8 @@ import { jobPages } from '../Captioning/transport';
 import type { PollState } from './poll';
 import { finishedSince, firstState, pollLimits, REMEMBERED_REPORTS } from './poll';
 import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
+import { metadataFilterFields, metadataMatches } from '../Captioning/helpers/filters';
 import { Pacer, usePacer } from '../Captioning/transport/pacing';
-
-/** Whether the job's metadata holds the key (and, when one is given, the value). */
-function metadataMatches(job: Job, filters: IDataObject): boolean {
-	const key = String(filters.metadataKey ?? '').trim();
-	if (!key) return true;
-	const value = job.metadata?.[key];
-	if (value === undefined) return false;
-	const wanted = filters.metadataValue;
-	return wanted === undefined || wanted === '' || value === String(wanted);
-}
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -49,24 +40,7 @@ export class CaptioningPollingTrigger implements INodeType {
 				type: 'collection',
 				placeholder: 'Add Filter',
 				default: {},
-				options: [
-					{
-						displayName: 'Metadata Key',
-						name: 'metadataKey',
-						type: 'string',
-						default: '',
-						placeholder: 'e.g. source',
-						description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
-					},
-					{
-						displayName: 'Metadata Value',
-						name: 'metadataValue',
-						type: 'string',
-						default: '',
-						placeholder: 'e.g. n8n',
-						description: 'Only jobs whose Metadata Key has this value; empty: any value',
-					},
-				],
+				options: metadataFilterFields,
 			},
 			...attachCaptionsFields,
 		],

@@ -110,7 +110,9 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstResult['targ
 			await new Promise((r) => setTimeout(r, windowMs / count));
 		}
 		await sb.settleDeliveries();
-		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 300000);
+		// Every job's execution, or (n8n overloaded past the sender's retries) as many as came: the
+		// caller judges; the e2e suite requires every one.
+		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 120000).catch(() => undefined);
 	} finally {
 		sb.setRateLimits({});
 		sb.setWebhook({ duplicate: false });

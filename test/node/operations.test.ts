@@ -104,6 +104,48 @@ describe('Job → Get and Get Many', () => {
 	});
 });
 
+describe('Job → Get Many: the job of a file, by the caller\'s own id (filtered while paging)', () => {
+	// A workspace of 1,000 jobs (the invoiced one: the prepaid one's balance is for other tests).
+	const other = () => sb.keys.otherWorkspace;
+	const reads = () => sb.ledger.requests.filter((r) => r.route === 'GET /jobs').length;
+	let deep: string;
+
+	beforeAll(async () => {
+		deep = await orderDirectly(sb, { title: 'Quarterly Review', metadata: { drive_file_id: 'file-deep' } }, other());
+		for (let n = 1; n < 1000; n++) await orderDirectly(sb, { title: `Episode ${n}`, metadata: { drive_file_id: `file-${n}` } }, other());
+	}, 120000);
+
+	test('a match among the newest: one read; the oldest of 1,000 jobs: ten, stopping at Limit', async () => {
+		const newest = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 1, filters: { metadataKey: 'drive_file_id', metadataValue: 'file-998' } }, { key: other() });
+		expect(newest.items.map((i) => i.json.title)).toEqual(['Episode 998']);
+		expect(reads()).toBe(1);
+		sb.resetLedger();
+		const oldest = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 1, filters: { metadataKey: 'drive_file_id', metadataValue: 'file-deep' } }, { key: other() });
+		expect(oldest.items.map((i) => i.json.id)).toEqual([deep]);
+		expect(reads()).toBe(10);
+		expect(sb.ledger.requests.every((r) => r.query.limit === '100')).toBe(true);
+		console.log(`Get Many by metadata among 1,000 jobs: the newest match in 1 read, the oldest in ${reads()} reads`);
+	});
+
+	test('Title Contains (ignoring case) with Return All reads the whole history; the status filter still goes to the service', async () => {
+		const run = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: true, filters: { titleContains: 'quarterly' } }, { key: other() });
+		expect(run.items.map((i) => i.json.id)).toEqual([deep]);
+		expect(reads()).toBe(10);
+		sb.resetLedger();
+		const none = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 5, filters: { status: 'completed', metadataKey: 'drive_file_id' } }, { key: other() });
+		expect(none.items).toEqual([]);
+		expect(sb.ledger.requests.map((r) => r.query.status)).toEqual(['completed']);
+	});
+
+	test('a key with any value, and no match at all: an empty result, not an error', async () => {
+		const any = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 3, filters: { metadataKey: 'drive_file_id' } }, { key: other() });
+		expect(any.items.map((i) => i.json.title)).toEqual(['Episode 999', 'Episode 998', 'Episode 997']);
+		const nothing = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 3, filters: { metadataKey: 'no_such_key' } }, { key: other() });
+		expect(nothing.failure).toBeUndefined();
+		expect(nothing.items).toEqual([]);
+	});
+});
+
 describe('Job → Get Captions', () => {
 	test('one format goes into the output field, named after the job title, with its MIME type', async () => {
 		const id = await order({ title: 'Keynote: Q3/Q4' });

@@ -129,6 +129,8 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			for (const n of wf.nodes) {
 				if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = credentials;
 				if (n.type.startsWith('n8n-nodes-base.googleDrive')) n.credentials = { googleDriveOAuth2Api: { id: 'googleDriveAccount', name: 'Google Drive account' } };
+				// The folder a user picks after importing (the example leaves it empty, so n8n flags it).
+				if (n.type === 'n8n-nodes-base.googleDriveTrigger') (n as unknown as { parameters: Record<string, unknown> }).parameters.folderToWatch = { __rl: true, mode: 'id', value: '1VideosFolderId' };
 			}
 			return tempJson(`${id}.json`, { ...wf, id });
 		};
@@ -140,8 +142,11 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
 			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
 			{ id: 'agent', name: 'AI Agent', type: '@n8n/n8n-nodes-langchain.agent', typeVersion: 3.1, position: [440, 300], parameters: {} },
+			// As a user connects it: Job → Get Captions as the agent's tool, the Job ID from the model.
+			{ id: 'tool', name: 'Captioning Tool', type: 'n8n-nodes-captioning.captioningTool', typeVersion: NODE_VERSION, position: [440, 500], parameters: { resource: 'job', operation: 'getCaptions', jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}" }, credentials },
 		];
-		await n8n.cli(['import:workflow', `--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections: {}, settings: {} })}`]);
+		const connections = { 'Captioning Tool': { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] } };
+		await n8n.cli(['import:workflow', `--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections, settings: {} })}`]);
 		await n8n.start();
 		await n8n.rest('GET', '/workflows'); // sets up the owner
 		browser = await launch();
@@ -168,6 +173,17 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await node('AI Agent').locator('[data-test-id="canvas-node-input-handle"][data-connection-type="ai_tool"] [data-test-id="canvas-handle-plus"]').click();
 		expect(await search('Caption')).toContain('Captioning Tool');
 		await page.keyboard.press('Escape');
+	});
+
+	test("Captioning Tool (Get Captions for an AI Agent): its panel shows the tool's description, the Job ID from the model, and Put Captions In", async () => {
+		await openWorkflow('uiEveryOperation');
+		await openNode('Captioning Tool');
+		const fields = await panelFields();
+		expect(fields).toEqual(expect.arrayContaining(['descriptionType', 'jobId', 'formats', 'captionsAs']));
+		const text = await page.getByTestId('node-parameters').innerText();
+		expect(text).toContain('Put Captions In');
+		await expect(page.getByTestId('parameter-input-captionsAs').locator('input').first().inputValue()).resolves.toBe('Binary Files');
+		await closeNode();
 	});
 
 	test.each(ops.map((o) => [o.label, o]))('%s: the panel shows exactly its fields, with their defaults', async (_label, o) => {
@@ -244,8 +260,11 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await openWorkflow('uiDriveExample01');
 		await page.getByTestId('zoom-to-fit').click();
 		await page.waitForTimeout(500);
-		await picture('drive-example', page.getByTestId('canvas-wrapper'));
-		for (const name of ['Order Captions and Wait', 'Get Captions']) await expect(node(name).getByTestId('node-issues').count()).resolves.toBe(0);
+		// The canvas with the Editor / Executions tabs above it whole (they overlap its top edge).
+		const box = (await page.getByTestId('canvas-wrapper').boundingBox())!;
+		const top = Math.max(0, box.y - 20);
+		if (UPDATE) await page.screenshot({ path: path.join(images, 'drive-example.png'), clip: { x: box.x, y: top, width: box.width, height: box.y + box.height - top } });
+		for (const name of ['New Video in Folder', 'Order Captions and Wait', 'Get Captions']) await expect(node(name).getByTestId('node-issues').count()).resolves.toBe(0);
 		expect(editor.problems.filter((p) => /captioning/i.test(p))).toEqual([]);
 	});
 });

@@ -56,7 +56,8 @@ export const captionsAsField: INodeProperties = {
 		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
 	],
 	default: 'binary',
-	description: `Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent's tool the text always comes in the JSON (an agent cannot read files).`,
+	description:
+		'Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent\'s tool the text always comes in the JSON (an agent cannot read files).',
 };
 
 /** Where captions go for this run: as a tool, the text always comes in the JSON. */

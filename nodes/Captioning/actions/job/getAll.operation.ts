@@ -1,7 +1,9 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { listJobs } from '../../transport';
+import { filtersWhileReading, metadataMatches, titleMatches } from '../../helpers/filters';
+import type { Job } from '../../helpers/types';
+import { jobPages, listJobs } from '../../transport';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
@@ -11,6 +13,14 @@ const properties: INodeProperties[] = [
 		type: 'boolean',
 		default: false,
 		description: 'Whether to return all results or only up to a given limit',
+	},
+	{
+		displayName:
+			'With Return All, a Metadata or Title filter reads the whole job history (100 jobs per read, newest first): the service filters by status only, so n8n checks every job. With a Limit it stops as soon as that many matched.',
+		name: 'filterNotice',
+		type: 'notice',
+		default: '',
+		displayOptions: { show: { returnAll: [true] } },
 	},
 	{
 		displayName: 'Limit',
@@ -41,6 +51,30 @@ const properties: INodeProperties[] = [
 				default: 'completed',
 				description: 'Only jobs with this status',
 			},
+			{
+				displayName: 'Metadata Key',
+				name: 'metadataKey',
+				type: 'string',
+				default: '',
+				placeholder: 'e.g. drive_file_id',
+				description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata): find the job of one file by the ID you gave it. Checked by n8n while reading (the service does not filter by metadata).',
+			},
+			{
+				displayName: 'Metadata Value',
+				name: 'metadataValue',
+				type: 'string',
+				default: '',
+				placeholder: 'e.g. 1AbC…',
+				description: 'Only jobs whose Metadata Key has this value; empty: any value',
+			},
+			{
+				displayName: 'Title Contains',
+				name: 'titleContains',
+				type: 'string',
+				default: '',
+				placeholder: 'e.g. Weekly Show',
+				description: 'Only jobs whose title contains this text (ignoring case). Checked by n8n while reading.',
+			},
 		],
 	},
 	{ ...simplifyField, default: true },
@@ -53,6 +87,20 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	const limit = returnAll ? undefined : (this.getNodeParameter('limit', i) as number);
 	const filters = this.getNodeParameter('filters', i, {}) as IDataObject;
 	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
-	const jobs = await listJobs(this, filters, limit, i);
+	const { status, ...rest } = filters;
+	const jobs = filtersWhileReading(rest) ? await findJobs(this, status ? { status } : {}, rest, limit, i) : await listJobs(this, filters, limit, i);
 	return jobs.map((job) => ({ json: simplify ? simplifyJob(job) : (job as unknown as IDataObject) }));
+}
+
+/** Reads the list (by status) a page of 100 at a time, keeping matches, until Limit matched. */
+async function findJobs(ctx: IExecuteFunctions, byService: IDataObject, filters: IDataObject, limit: number | undefined, i: number): Promise<Job[]> {
+	const found: Job[] = [];
+	for await (const page of jobPages(ctx, byService, { itemIndex: i })) {
+		for (const job of page) {
+			if (!metadataMatches(job, filters) || !titleMatches(job, filters)) continue;
+			found.push(job);
+			if (limit !== undefined && found.length >= limit) return found;
+		}
+	}
+	return found;
 }

@@ -31,7 +31,7 @@ export const description: INodeProperties[] = [
 				name: 'Get Captions',
 				value: 'getCaptions',
 				description: 'Download the captions of a completed job as files (SRT, VTT, TXT, DOCX, JSON), or as text in the item (the transcript an AI Agent reads)',
-				action: 'Get captions of a job',
+				action: 'Get captions of a job as transcript text or files',
 			},
 			{
 				name: 'Get Many',
