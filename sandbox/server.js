@@ -64,6 +64,16 @@ class RateLimiter {
 	}
 }
 
+/** Whether a URL points at this machine (127.0.0.0/8, ::1, localhost). */
+function isLoopback(url) {
+	try {
+		const host = new URL(url).hostname;
+		return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+	} catch {
+		return false;
+	}
+}
+
 function defaultWorkspaces() {
 	return [
 		{
@@ -134,7 +144,7 @@ async function createSandbox(options = {}) {
 		}
 	}
 
-	const ledger = { requests: [], jobs: [], charges: [], refunds: [], uploads: [], deliveries: [], captionDownloads: [], storageRequests: [] };
+	const ledger = { requests: [], jobs: [], charges: [], refunds: [], uploads: [], deliveries: [], captionDownloads: [], storageRequests: [], mediaFetches: [] };
 	const timers = new Set();
 	let faults = [];
 	let randomFaults = null;
@@ -373,6 +383,8 @@ async function createSandbox(options = {}) {
 	function completeJob(id) {
 		const { ws, job } = findJob(id);
 		if (job.view.status === 'completed' || job.view.status === 'cancelled') return publicJob(job);
+		// The media could not be fetched (see fetchMedia): the job cannot complete.
+		if (job.plannedCancellation === 'media_unavailable') return cancelJob(id, 'media_unavailable');
 		if (job.view.status === 'queued') startProcessing(ws, job);
 		Object.assign(job.view, {
 			status: 'completed',
@@ -452,6 +464,33 @@ async function createSandbox(options = {}) {
 	const pending = new Set();
 	let retriesScheduled = 0;
 
+	/**
+	 * Fetches a media_url as the service would when it takes the job: a GET of the first KiB (the size
+	 * from Content-Range). Only addresses on this machine (a test's own server, e.g. an S3-compatible
+	 * one holding the media): the examples' media.example.com is never fetched. Recorded in
+	 * ledger.mediaFetches (the URL without its query, which may hold a signature); a failed fetch
+	 * cancels the job as media_unavailable when it would complete.
+	 */
+	function fetchMedia(job) {
+		const url = job.view.media.url;
+		const record = { jobId: job.view.id, url: url.split('?')[0], status: null, bytes: 0, size: null, error: null, at: Date.now() };
+		ledger.mediaFetches.push(record);
+		const p = undiciRequest(url, { method: 'GET', headers: { range: 'bytes=0-1023' }, dispatcher: webhookAgent, headersTimeout: 10000, bodyTimeout: 10000 })
+			.then(async (res) => {
+				record.status = res.statusCode;
+				const range = /\/(\d+)$/.exec(String(res.headers['content-range'] ?? ''));
+				record.size = range ? Number(range[1]) : Number(res.headers['content-length'] ?? NaN) || null;
+				record.bytes = (await res.body.arrayBuffer()).byteLength;
+				if (res.statusCode !== 200 && res.statusCode !== 206) job.plannedCancellation = 'media_unavailable';
+			})
+			.catch((err) => {
+				record.error = err.code ?? err.message;
+				job.plannedCancellation = 'media_unavailable';
+			})
+			.finally(() => pending.delete(p));
+		pending.add(p);
+	}
+
 	function sign(text) {
 		return crypto.createHmac('sha256', signingSecret).update(text).digest('hex').slice(0, 32);
 	}
@@ -527,6 +566,7 @@ async function createSandbox(options = {}) {
 		ledger.jobs.push({ id, workspaceId: ws.id, body, idempotencyKey: idempotencyKey ?? null });
 		ledger.charges.push({ jobId: id, workspaceId: ws.id, amountCents: amount });
 		if (idempotencyKey !== undefined) ws.idempotency.set(idempotencyKey, { fingerprint, jobId: id });
+		if (body.media_url !== undefined && isLoopback(body.media_url)) fetchMedia(job);
 		if (timing) later(timing.queuedMs, () => startProcessing(ws, job));
 		return { status: 201, body: publicJob(job) };
 	}
@@ -862,7 +902,7 @@ async function createSandbox(options = {}) {
 		/** The job as the API shows it, whatever the workspace. */
 		job: (id) => publicJob(findJob(id).job),
 		balance: (workspaceIndex = 0) => dollars([...workspaces.values()][workspaceIndex].billing.balanceCents),
-		/** Resolves when every webhook delivery under way, and every retry scheduled, has ended. */
+		/** Resolves when every webhook delivery and media fetch under way, and every retry scheduled, has ended. */
 		async settleDeliveries() {
 			while (pending.size > 0 || retriesScheduled > 0) await new Promise((r) => setTimeout(r, 20));
 		},

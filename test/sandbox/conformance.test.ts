@@ -1,13 +1,15 @@
 // The sandbox against the interface (../shared/captioning-api-v1.md) and DESIGN.md's assumptions:
 // each rule is a test that fails if the sandbox breaks it.
 import { createHash } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { connect } from 'node:net';
 import { inflateRawSync } from 'node:zlib';
 
 import { httpsReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
+import { startS3 } from '../helpers/s3';
 
 let sb: Sandbox;
 
@@ -543,6 +545,58 @@ describe('events (part 6)', () => {
 			await target.close();
 			await redirecting.close();
 		}
+	});
+});
+
+describe('the service fetches a media_url (on this machine only), as it would when it takes the job', () => {
+	test('a readable URL: the first KiB and the size recorded, the query (a signature) left out; the job completes', async () => {
+		const media = Buffer.alloc(5000, 7);
+		const server = createServer((req, res) => {
+			const range = /^bytes=(\d+)-(\d+)$/.exec(String(req.headers.range ?? ''));
+			const [from, to] = range ? [Number(range[1]), Math.min(Number(range[2]), media.length - 1)] : [0, media.length - 1];
+			res.writeHead(range ? 206 : 200, range ? { 'content-range': `bytes ${from}-${to}/${media.length}` } : {});
+			res.end(media.subarray(from, to + 1));
+		});
+		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+		try {
+			const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/video.mp4?X-Amz-Signature=secret`;
+			const res = await createJob({ media_url: url });
+			await sb.settleDeliveries();
+			expect(sb.ledger.mediaFetches.at(-1)).toMatchObject({ jobId: res.json.id, url: url.split('?')[0], status: 206, bytes: 1024, size: 5000, error: null });
+			expect(sb.completeJob(res.json.id as string).status).toBe('completed');
+		} finally {
+			server.close();
+		}
+	});
+
+	test('a URL the store refuses (an S3 object without a valid signature: 403): the job ends cancelled, media_unavailable', async () => {
+		const s3 = await startS3();
+		try {
+			await s3.put('lecture.mp4', Buffer.alloc(2048, 1));
+			// A presigned URL in every part but its signature (s3rver checks it; unsigned reads it lets through).
+			const amzDate = new Date().toISOString().replace(/[-:]|\.\d{3}/g, '');
+			const query = new URLSearchParams({
+				'X-Amz-Algorithm': 'AWS4-HMAC-SHA256',
+				'X-Amz-Credential': `${s3.accessKeyId}/${amzDate.slice(0, 8)}/us-east-1/s3/aws4_request`,
+				'X-Amz-Date': amzDate,
+				'X-Amz-Expires': '3600',
+				'X-Amz-SignedHeaders': 'host',
+				'X-Amz-Signature': '0'.repeat(64),
+			});
+			const res = await createJob({ media_url: `${s3.endpoint}/${s3.bucket}/lecture.mp4?${query}` });
+			await sb.settleDeliveries();
+			expect(sb.ledger.mediaFetches.at(-1)).toMatchObject({ jobId: res.json.id, status: 403 });
+			expect(sb.completeJob(res.json.id as string)).toMatchObject({ status: 'cancelled', cancellation: { reason: 'media_unavailable' } });
+		} finally {
+			await s3.close();
+		}
+	});
+
+	test('media.example.com (the examples\' host) is never fetched', async () => {
+		sb.resetLedger();
+		await createJob({ media_url: MEDIA });
+		await sb.settleDeliveries();
+		expect(sb.ledger.mediaFetches).toEqual([]);
 	});
 });
 
