@@ -88,15 +88,15 @@ export function eventRead(result: Job | Error): EventRead {
 /**
  * Whether the job as read backs the event up. The service does not sign events, so this is what
  * makes one trustworthy: the job must be in this workspace (else 403), have the status the event
- * claims (else 409), and have been ordered with the URL this request came to (else 403: another
- * workflow's job, or one ordered in the dashboard).
+ * claims (else 409), and, unless `statusOnly`, have been ordered with the URL this request came to
+ * (else 403: another workflow's job, or one ordered in the dashboard).
  */
-export function backsUp(ctx: IWebhookFunctions, event: CaptioningEvent, read: EventRead): EventRead {
+export function backsUp(ctx: IWebhookFunctions, event: CaptioningEvent, read: EventRead, statusOnly = false): EventRead {
 	if ('error' in read) return read;
 	const { job } = read;
 	const mismatch = verificationProblem(event, job);
 	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
-	const elsewhere = destinationProblem(job, ctx.getRequestObject().originalUrl);
+	const elsewhere = statusOnly ? undefined : destinationProblem(job, ctx.getRequestObject().originalUrl);
 	return elsewhere ? { status: 403, error: `Event refused: ${elsewhere}.` } : { job };
 }
 

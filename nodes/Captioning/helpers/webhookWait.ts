@@ -10,7 +10,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, IWebhookFuncti
 import { NodeOperationError } from 'n8n-workflow';
 
 import type { CaptioningEvent } from './events';
-import { destinationProblem, eventProblem, readBackEvent, respond, verificationProblem } from './events';
+import { backsUp, eventProblem, readBackEvent, respond } from './events';
 import { EVENT_OF_STATUS } from './triggers';
 import type { CreateJobBody, Job } from './types';
 import { isFinal, readJobsTogether } from './wait';
@@ -82,10 +82,8 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
 	}
 	const job = jobs.get(event.data.id)!;
-	const refused = verificationProblem(event, job);
-	if (refused) return respond(this, 409, { error: `Event refused: ${refused}.` });
-	const elsewhere = destinationProblem(job, this.getRequestObject().originalUrl);
-	if (elsewhere) return respond(this, 403, { error: `Event refused: ${elsewhere}.` });
+	const checked = backsUp(this, event, { job });
+	if ('error' in checked) return respond(this, checked.status, { error: checked.error });
 	const open = [...jobs.values()].filter((j) => !isFinal(j));
 	if (open.length > 0) return { webhookResponse: { received: true, resumed: false, waitingFor: open.length } };
 	const output = waiting.map((item): INodeExecutionData => {
