@@ -282,13 +282,25 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 				}
 				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);
 			}
-			const res = await request(`${instance.url}/rest${pathname}`, {
-				method: method as 'GET',
-				dispatcher: tls,
-				headers: { cookie, 'content-type': 'application/json', 'browser-id': 'e2e' },
-				body: body === undefined ? undefined : JSON.stringify(body),
-			});
-			const text = await res.body.text();
+			const send = async () => {
+				const r = await request(`${instance.url}/rest${pathname}`, {
+					method: method as 'GET',
+					dispatcher: tls,
+					headers: { cookie, 'content-type': 'application/json', 'browser-id': 'e2e' },
+					body: body === undefined ? undefined : JSON.stringify(body),
+				});
+				return { res: r, text: await r.body.text() };
+			};
+			// Right after a start, n8n 1.x answers /rest/settings and /login before it has mounted
+			// every controller: Express's own "Cannot PATCH /rest/…" page. Retry while it says so.
+			const unmounted = (r: { res: { statusCode: number }; text: string }) => r.res.statusCode === 404 && r.text.includes(`Cannot ${method.toUpperCase()} /rest`);
+			const deadline = Date.now() + 30000;
+			let sent = await send();
+			while (unmounted(sent) && Date.now() < deadline) {
+				await new Promise((r) => setTimeout(r, 500));
+				sent = await send();
+			}
+			const { res, text } = sent;
 			let parsed: unknown = text;
 			try {
 				parsed = JSON.parse(text);
