@@ -11,6 +11,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
+import { testS3Credential } from './helpers/s3Source';
 import { resume } from './helpers/webhookWait';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
@@ -33,7 +34,11 @@ export class Captioning implements INodeType {
 		usableAsTool: true,
 		inputs: [NodeConnectionTypes.Main],
 		outputs: [NodeConnectionTypes.Main],
-		credentials: [{ name: 'captioningApi', required: true }],
+		credentials: [
+			{ name: 'captioningApi', required: true },
+			// Job → Create's S3 Object source signs with a credential of its own.
+			{ name: 'captioningS3Api', required: true, testedBy: 'captioningS3ApiTest', displayOptions: { show: { resource: ['job'], operation: ['create'], source: ['s3'] } } },
+		],
 		// Job → Create's Wait for Completion: On Webhook resumes here ($execution.resumeUrl/<node id>).
 		webhooks: [
 			{
@@ -63,6 +68,10 @@ export class Captioning implements INodeType {
 			...job.description,
 			...upload.description,
 		],
+	};
+
+	methods = {
+		credentialTest: { captioningS3ApiTest: testS3Credential },
 	};
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {

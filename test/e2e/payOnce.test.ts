@@ -75,6 +75,7 @@ function s3Template(s3: S3Server): string {
 		if (n.type === 'n8n-nodes-base.scheduleTrigger') Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
 		if (n.type === 'n8n-nodes-base.awsS3') n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
 		if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
+		if (n.type === 'n8n-nodes-captioning.captioning') Object.assign(n.credentials!, { captioningS3Api: { id: 's3Media', name: 'Local S3 media' } });
 	}
 	return tempJson('s3-template.json', { ...template, id: 'wfPayS3Template', versionId: 'wfPayS3Template-v1' });
 }
@@ -125,7 +126,10 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		}
 		await n8n.cli([
 			'import:credentials',
-			`--input=${tempJson('aws.json', [{ id: 'awsLocal', name: 'Local S3', type: 'aws', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, temporaryCredentials: false, customEndpoints: true, s3Endpoint: s3.endpoint } }])}`,
+			`--input=${tempJson('aws.json', [
+				{ id: 'awsLocal', name: 'Local S3', type: 'aws', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, temporaryCredentials: false, customEndpoints: true, s3Endpoint: s3.endpoint } },
+				{ id: 's3Media', name: 'Local S3 media', type: 'captioningS3Api', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, forcePathStyle: true } },
+			])}`,
 		]);
 		await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
 		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
@@ -203,26 +207,34 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		console.log(`n8n ${version}, crash during Poll then Retry: 3 items → ${jobsOf(waiting).length} jobs, ${chargesOf(waiting).length} charges`);
 	}, 300000);
 
-	test('the S3 template run twice against a real S3-compatible server: the second run downloads and orders nothing', async () => {
+	test('the S3 template run three times against a real S3-compatible server: the service fetches each new video from S3, n8n reads no media byte, nothing is ordered twice', async () => {
 		await s3.put('incoming/keynote.mp4', Buffer.alloc(1024 * 1024, 'keynote'));
 		await s3.put('incoming/panel.mp4', Buffer.alloc(1024 * 1024, 'panel'));
-		const objectReads = () => s3.requests.filter((r) => r.method === 'GET' && /\/incoming\/[^?]+\.mp4/.test(r.url) && r.status === 200).length;
-		const s3Jobs = () => sb.ledger.jobs.filter((j) => String(j.idempotencyKey).startsWith('s3-'));
-		const s3Posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && String(r.idempotencyKey).startsWith('s3-'));
+		// Captions land next to the videos: the template's filter must not order them as videos.
+		await s3.put('incoming/earlier.srt', '1\n00:00:00,000 --> 00:00:01,000\nHello\n');
+		// n8n's own reads of an object (the AWS S3 node signs in a header; the service's fetch carries the signature in the query).
+		const n8nReads = () => s3.requests.filter((r) => r.method === 'GET' && /\/incoming\/[^?]+\.mp4/.test(r.url) && !r.url.includes('X-Amz-Signature')).length;
+		const s3Jobs = () => sb.ledger.jobs.filter((j) => String((j.body.metadata as Record<string, string> | undefined)?.s3_key ?? '').startsWith('incoming/'));
+		const s3Posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && String((r.body as { metadata?: Record<string, string> } | undefined)?.metadata?.s3_key ?? '').startsWith('incoming/'));
+		const fetchedOk = () => sb.ledger.mediaFetches.filter((f) => f.url.includes('/incoming/') && f.status === 206).length;
 
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
-		expect({ downloads: objectReads(), uploads: sb.ledger.uploads.filter((u) => /keynote|panel/.test(String(u.filename))).length, jobs: s3Jobs().length }).toEqual({ downloads: 2, uploads: 2, jobs: 2 });
+		expect({ n8nReads: n8nReads(), uploads: sb.ledger.uploads.filter((u) => /keynote|panel/.test(String(u.filename))).length, jobs: s3Jobs().length }).toEqual({ n8nReads: 0, uploads: 0, jobs: 2 });
 		expect(s3Jobs().map((j) => j.body.metadata)).toEqual(expect.arrayContaining([{ s3_bucket: s3.bucket, s3_key: 'incoming/keynote.mp4' }, { s3_bucket: s3.bucket, s3_key: 'incoming/panel.mp4' }]));
+		await sb.settleDeliveries();
+		expect(fetchedOk()).toBe(2);
 
 		const listed = s3.requests.filter((r) => r.url.includes('list-type=2')).length;
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
 		expect(s3.requests.filter((r) => r.url.includes('list-type=2')).length).toBe(listed + 1);
-		expect({ downloads: objectReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ downloads: 2, jobs: 2, orders: 2 });
+		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ n8nReads: 0, jobs: 2, orders: 2 });
 
-		// A new object: only it is downloaded and ordered.
+		// A new object: only it is checked and ordered.
 		await s3.put('incoming/q-and-a.mp4', Buffer.alloc(1024 * 1024, 'q and a'));
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
-		expect({ downloads: objectReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ downloads: 3, jobs: 3, orders: 3 });
-		console.log(`n8n ${version}, S3 template run 3 times (2 objects, then a third): ${objectReads()} downloads, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent`);
+		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ n8nReads: 0, jobs: 3, orders: 3 });
+		await sb.settleDeliveries();
+		expect(fetchedOk()).toBe(3);
+		console.log(`n8n ${version}, S3 template run 3 times (2 objects, then a third): n8n's GETs of a video ${n8nReads()}, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent, the service fetched ${fetchedOk()} from S3`);
 	}, 240000);
 });

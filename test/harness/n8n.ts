@@ -316,7 +316,7 @@ export function node(name: string, type: string, parameters: IDataObject, extra:
 		typeVersion: 1,
 		position: [0, 0],
 		parameters: parameters as INode['parameters'],
-		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
+		credentials: { captioningApi: { id: '1', name: 'Captioning account' }, captioningS3Api: { id: '2', name: 'S3 account' } },
 		...extra,
 	};
 }

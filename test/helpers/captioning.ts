@@ -1,5 +1,5 @@
 // Runs the real Captioning node in n8n's execution engine against a sandbox.
-import type { IDataObject, IExecuteContextData, INode, INodeExecutionData, WorkflowExecuteMode } from 'n8n-workflow';
+import type { ICredentialDataDecryptedObject, IDataObject, IExecuteContextData, INode, INodeExecutionData, WorkflowExecuteMode } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import type { RunResult } from '../harness/n8n';
@@ -29,6 +29,8 @@ export async function runCaptioning(
 		workflowId?: string;
 		mode?: WorkflowExecuteMode;
 		contextData?: IExecuteContextData;
+		/** The Captioning S3 Media credential's fields (S3 Object sources). */
+		s3?: IDataObject;
 	} = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
@@ -38,7 +40,7 @@ export async function runCaptioning(
 		mode: options.mode,
 		contextData: options.contextData,
 		nodeTypes: { captioning: new Captioning() },
-		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl } },
+		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl }, ...(options.s3 ? { captioningS3Api: options.s3 as ICredentialDataDecryptedObject } : {}) },
 		input: options.input,
 		onStart: options.onStart,
 		webhookWaitingBaseUrl: options.webhookWaitingBaseUrl,

@@ -3,7 +3,7 @@
 // accepts any signature). Every request is logged, so a test can count what reached the store.
 // Why not a Debian package: Debian 12 has no MinIO or other small S3 server, only Ceph's radosgw,
 // which needs a Ceph cluster.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, truncateSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,6 +18,8 @@ export interface S3Request {
 	/** Path and query, as received. */
 	url: string;
 	status: number;
+	/** When it arrived (ms). */
+	at: number;
 }
 
 export interface S3Server {
@@ -29,6 +31,12 @@ export interface S3Server {
 	requests: S3Request[];
 	/** Stores an object, as a PUT with the server's own credentials would (no signature needed here). */
 	put(key: string, body: Buffer | string): Promise<void>;
+	/**
+	 * Stores an object of `size` bytes in a moment, whatever the size: a 1 KiB head, then the file
+	 * s3rver keeps it in is extended (sparse, zeros) to the size. s3rver answers HEAD and ranged GETs
+	 * from that file, so a 2 GiB video costs neither the time nor the disk to write it.
+	 */
+	putLarge(key: string, size: number): Promise<void>;
 	close(): Promise<void>;
 }
 
@@ -54,14 +62,14 @@ export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
 		// n8n 1.x signs with aws4, which for a non-AWS host leaves out x-amz-content-sha256; for the
 		// bodiless requests it sends, the hash it signed is the empty body's, so the check still holds.
 		if (req.headers.authorization && !req.headers['x-amz-content-sha256']) req.headers['x-amz-content-sha256'] = EMPTY_SHA256;
-		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0 };
+		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0, at: Date.now() };
 		requests.push(entry);
 		res.on('finish', () => (entry.status = res.statusCode));
 		handle(req, res);
 	});
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-	return {
+	const s3Server: S3Server = {
 		endpoint,
 		accessKeyId: 'S3RVER',
 		secretAccessKey: 'S3RVER',
@@ -72,9 +80,15 @@ export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
 			const res = await fetch(`${endpoint}/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, { method: 'PUT', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'video/mp4' } });
 			if (!res.ok) throw new Error(`PUT ${key}: ${res.status} ${await res.text()}`);
 		},
+		async putLarge(key, size) {
+			const head = Buffer.alloc(Math.min(1024, size), 0x42);
+			await s3Server.put(key, head);
+			truncateSync(path.join(directory, bucket, `${key}._S3rver_object`), size);
+		},
 		async close() {
 			server.closeAllConnections();
 			await new Promise((resolve) => server.close(resolve));
 		},
 	};
+	return s3Server;
 }

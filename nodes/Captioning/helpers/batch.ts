@@ -1,6 +1,7 @@
 // The batch engine: how one run of the node works through its items.
-// 1. Every item is checked first (each operation's `prepare`, which sends nothing): a batch with a
-//    bad item orders nothing, unless Continue On Fail turns the bad items into error items.
+// 1. Every item is checked first (each operation's `prepare`, which sends nothing, then its `check`,
+//    e.g. an S3 object's HEAD, Concurrency at a time): a batch with a bad item orders nothing, unless
+//    Continue On Fail turns the bad items into error items.
 // 2. Then all items run at once, their requests sharing one pacing (transport/pacing.ts): at most
 //    Concurrency requests under way, and one slowdown for all when the service asks for it.
 // 3. Waits for jobs share one JobWaiter: one round of reads per interval for all of them.
@@ -40,6 +41,11 @@ export const batchingField: INodeProperties = {
 export interface Operation<P = unknown> {
 	/** Reads and checks the item's parameters. Sends nothing, so a mistake costs nothing. */
 	prepare?: (this: IExecuteFunctions, itemIndex: number) => Promise<P>;
+	/**
+	 * Checks outside the service that need a request but cost nothing (an S3 object's HEAD): run for
+	 * every item after `prepare`, Concurrency at a time, and before the first order of the batch.
+	 */
+	check?: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<void>;
 	execute: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<INodeExecutionData[]>;
 }
 
@@ -142,6 +148,17 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 			return undefined;
 		}
 	};
+	const check = async (i: number, p: { prepared: unknown } | undefined) => {
+		const operation = options.operationFor(i);
+		if (!p || !operation.check || failure) return p;
+		try {
+			await operation.check.call(ctx, i, p.prepared);
+			return p;
+		} catch (error) {
+			fail(error, i);
+			return undefined;
+		}
+	};
 	const execute = async (i: number, prepared: unknown) => {
 		try {
 			const output = await options.operationFor(i).execute.call(ctx, i, prepared);
@@ -155,10 +172,17 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 		const prepared: Array<{ prepared: unknown } | undefined> = [];
 		for (let i = 0; i < count && !failure; i++) prepared[i] = await prepare(i);
 		if (failure) throw failure;
+		// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
+		let next = 0;
+		const checker = async () => {
+			for (let i = next++; i < count && !failure; i = next++) prepared[i] = await check(i, prepared[i]);
+		};
+		await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, checker));
+		if (failure) throw failure;
 		await Promise.all(prepared.map(async (p, i) => p && (await execute(i, p.prepared))));
 	} else {
 		for (let i = 0; i < count && !failure; i++) {
-			const p = await prepare(i);
+			const p = await check(i, await prepare(i));
 			if (p) await execute(i, p.prepared);
 		}
 	}

@@ -11,7 +11,7 @@ const MAX_JSON_BODY = 64 * 1024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MULTI_LINE = /[\r\n\u2028\u2029]/;
 
-export type JobSource = 'binary' | 'url' | 'upload';
+export type JobSource = 'binary' | 'url' | 'upload' | 's3';
 
 function refuse(ctx: IExecuteFunctions, itemIndex: number, message: string, description: string): never {
 	throw new NodeOperationError(ctx.getNode(), message, { itemIndex, description });
@@ -111,7 +111,7 @@ export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBod
 	return body;
 }
 
-/** Adds the source from the node's fields (a URL or an upload id; a binary source is uploaded by the caller). */
+/** Adds the source from the node's fields (a URL or an upload id; a binary source is uploaded, an S3 Object signed, by the caller). */
 export function sourceFields(ctx: IExecuteFunctions, i: number, source: JobSource): CreateJobBody {
 	if (source === 'url') return { media_url: checkMediaUrl(ctx, i, ctx.getNodeParameter('mediaUrl', i, '') as string) };
 	if (source === 'upload') {

@@ -13,6 +13,10 @@ import type { InputFile } from './binary';
 import { fileProbe, fileSha256, hashingReads } from './binary';
 import { automaticKey, canonicalJson, generationKey, orderFingerprint, orderIdentity } from './idempotency';
 import { Remembered } from './remembered';
+import type { CheckedObject } from './s3Source';
+import { LINK_HOURS } from './s3Source';
+import type { S3Access, S3Object } from '../transport/s3';
+import { presignGet } from '../transport/s3';
 import type { CreateJobBody, Job } from './types';
 
 /** How far back a lookup of an earlier upload reads the job list (pages of 100, newest first). */
@@ -22,6 +26,8 @@ const LOOKUP_PAGES = 10;
 export interface Order {
 	body: CreateJobBody;
 	file?: InputFile;
+	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
+	s3?: { object: S3Object; hours: number; checked?: CheckedObject & { access: S3Access } };
 	idempotency: 'auto' | 'custom' | 'none';
 	customKey?: string;
 	/** Versions 1 and 1.1: the how-manieth equal order of this run this is (they stay apart). */
@@ -80,11 +86,25 @@ export class OrderDesk {
 		return undefined;
 	}
 
+	/**
+	 * The earlier job of an S3 Object order, among the newest jobs: the same object (its URL without
+	 * the signature, as the transport hands jobs on) and the same title, metadata and options.
+	 */
+	async findS3Job(url: string, body: CreateJobBody): Promise<Job | undefined> {
+		for (let n = 0; n < LOOKUP_PAGES; n++) {
+			const { jobs, more } = await this.page(n);
+			const hit = jobs.find((job) => job.media?.type === 'url' && job.media.url === url && sameOrder(job, body));
+			if (hit) return hit;
+			if (!more) return undefined;
+		}
+		return undefined;
+	}
+
 	private readonly seen = new Map<string, number>();
 
 	/** Versions 1 and 1.1: how many equal orders came before this one in the run (items are prepared in input order). */
 	occurrence(order: Order): number {
-		const mark = `${orderIdentity(order.body)}\n${order.file?.identity ?? ''}`;
+		const mark = `${orderIdentity(order.body)}\n${order.file?.identity ?? order.s3?.object.bucket ?? ''}\n${order.s3?.object.key ?? ''}`;
 		const n = this.seen.get(mark) ?? 0;
 		this.seen.set(mark, n + 1);
 		return n;
@@ -105,6 +125,49 @@ export class OrderDesk {
 }
 
 
+/** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
+function sameOrder(job: Job, body: CreateJobBody): boolean {
+	if (body.title !== undefined && job.title !== body.title) return false;
+	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
+	const options = (job.options ?? {}) as IDataObject;
+	const fields = ['style', 'model', 'speaker_labels', 'speaker_label_style', 'atmospherics', 'profanity', 'glossary', 'webhook_url'] as const;
+	if (fields.some((f) => body[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(body[f]))) return false;
+	if (body.redactions === undefined) return true;
+	const redactions = (options.redactions ?? {}) as IDataObject;
+	return Object.entries(body.redactions).every(([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v));
+}
+
+const HOUR = 3600 * 1000;
+
+/**
+ * The hour an S3 Object order's link is signed at. A repeat must send the very same link, or the
+ * service refuses it (409): so the link is signed at the start of an hour (valid that much longer)
+ * and the hour is remembered, in the node context (Retry On Fail, the execution's Retry) and, per
+ * key, in n8n's deduplication store (new runs, crashes), where a lookup tries the last week's hours.
+ */
+async function signingHour(ctx: IExecuteFunctions, desk: OrderDesk, mark: string, key?: string): Promise<number> {
+	const context = ctx.getContext('node') as IDataObject;
+	const signed = (context.captioningSigned ??= {}) as Record<string, number>;
+	if (signed[mark]) return signed[mark];
+	const now = Math.floor(Date.now() / HOUR) * HOUR;
+	let hour = now;
+	if (key && desk.remembered) {
+		const sentences = Array.from({ length: LINK_HOURS.max + 1 }, (_, n) => `s3link ${key} ${now - n * HOUR}`);
+		const known = await desk.remembered.known(sentences);
+		const first = sentences.find((sentence) => known.has(sentence));
+		if (first) hour = Number(first.split(' ').at(-1));
+		else await desk.remembered.record([`s3link ${key} ${now}`]);
+	}
+	return (signed[mark] = hour);
+}
+
+/** The S3 Object order's media_url: the object as checked, signed at its hour, valid an hour more than asked. */
+async function signedLink(ctx: IExecuteFunctions, order: Order, desk: OrderDesk, mark: string, key?: string): Promise<string> {
+	const { checked, hours } = order.s3!;
+	const hour = await signingHour(ctx, desk, mark, key);
+	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date(hour));
+}
+
 /** The node context's memory of files this execution read: their SHA-256 by binary identity. */
 function digestsOf(ctx: IExecuteFunctions): Record<string, string> {
 	const context = ctx.getContext('node') as IDataObject;
@@ -117,10 +180,16 @@ function uploadsOf(ctx: IExecuteFunctions): Record<string, string> {
 	return (context.captioningUploads ??= {}) as Record<string, string>;
 }
 
+/** An S3 Object order as the same order: the object (store, bucket, key) and the version checked, never the signed link. */
+function s3Identity(order: Order): string {
+	const { url, version } = order.s3!.checked!;
+	return canonicalJson({ ...order.body, s3: { url, version } });
+}
+
 /** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
 async function keyOf(ctx: IExecuteFunctions, order: Order, desk: OrderDesk, sha?: string): Promise<{ key?: string; identity: string }> {
 	if (order.idempotency === 'none') return { identity: '' };
-	const identity = orderIdentity(order.body, sha);
+	const identity = order.s3 ? s3Identity(order) : orderIdentity(order.body, sha);
 	if (order.idempotency === 'custom') return { key: order.customKey, identity };
 	if (ctx.getNode().typeVersion >= 1.2) return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
 	return { key: await generationKey(ctx, orderFingerprint(ctx, identity, order.occurrence), desk.remembered), identity };
@@ -178,16 +247,25 @@ export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order
 			uploads[`${i}:${file.identity}`] ??= (await uploadFile(ctx, file, i)).id;
 			body.upload_id = uploads[`${i}:${file.identity}`];
 		}
+		if (order.s3) body.media_url = await signedLink(ctx, order, desk, `${i} ${s3Identity(order)}`);
 		return await placeWithoutKey(ctx, i, body);
 	}
 	const read = file ? await readFile(ctx, i, file, desk) : undefined;
 	const { key, identity } = (await keyOf(ctx, order, desk, read?.sha)) as { key: string; identity: string };
 	return await desk.shared(key, identity, async () => {
 		if (file && read) body.upload_id = await uploadFor(ctx, i, file, desk, key, read.sha, read.uploadId);
+		if (order.s3) body.media_url = await signedLink(ctx, order, desk, `${key} ${identity}`, key);
 		try {
 			const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
 			return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 		} catch (error) {
+			// An Automatic key was used with another link to this very object (signed at an hour n8n no
+			// longer remembers): the earlier job is this order. Found among the newest jobs, it is answered
+			// as the replay. Not for a Custom Key, which may have been used for another object.
+			if (order.s3 && order.idempotency === 'auto' && isConflict(error)) {
+				const earlier = await desk.findS3Job(order.s3.checked!.url, order.body);
+				if (earlier) return { job: earlier, replayed: true };
+			}
 			throw explainConflict(error, order);
 		}
 	});
@@ -203,9 +281,21 @@ async function placeWithoutKey(ctx: IExecuteFunctions, i: number, body: CreateJo
 	return { job: response.body, replayed: false };
 }
 
+function isConflict(error: unknown): error is NodeApiError {
+	return error instanceof NodeApiError && (error.context as IDataObject).code === 'idempotency_conflict';
+}
+
 /** A 409 idempotency_conflict says what was different, and what to do, for the key in use. */
 function explainConflict(error: unknown, order: Order): unknown {
-	if (!(error instanceof NodeApiError) || (error.context as IDataObject).code !== 'idempotency_conflict') return error;
+	if (!isConflict(error)) return error;
+	if (order.s3) {
+		const name = `s3://${order.s3.object.bucket}/${order.s3.object.key}`;
+		error.description =
+			order.idempotency === 'custom'
+				? `The Idempotency Key "${order.customKey}" was used before for a different order than ${name} with these options (or by another workflow, or more than a week ago, so that the link it was sent with cannot be signed again). A key names one order: use one per object (e.g. its ETag), or put a version in it (…-v2) to order again on purpose.`
+				: `${name} was ordered by this node before, but that job is not among the ${LOOKUP_PAGES * 100} newest, so it could not be answered as the replay, and the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many; to order the object again on purpose, set Idempotency to Custom Key with a new key.`;
+		return error;
+	}
 	if (order.idempotency === 'custom') {
 		error.description = order.file
 			? `The Idempotency Key "${order.customKey}" was used before for a different order: another file, or other options. A key names one order: use one per file (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order this file again on purpose.`

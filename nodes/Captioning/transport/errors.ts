@@ -5,6 +5,7 @@ import type { IDataObject, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-w
 import { NodeApiError } from 'n8n-workflow';
 
 import type { ServiceError } from '../helpers/types';
+import { withoutSignatures } from './signed';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
@@ -46,7 +47,8 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	return {
 		httpCode: String(response.statusCode),
 		code: typeof error?.code === 'string' ? error.code : '',
-		message,
+		// The service may quote an S3 Object order's signed media_url: keep its signature out.
+		message: withoutSignatures(message),
 		param: typeof error?.param === 'string' ? error.param : '',
 		requestId: header(response, 'request-id'),
 	};

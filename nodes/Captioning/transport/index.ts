@@ -17,6 +17,7 @@ import type { Job, JobList } from '../helpers/types';
 import { networkError, responseError } from './errors';
 import type { Lane } from './pacing';
 import { pacerOf } from './pacing';
+import { hideSignatures } from './signed';
 import { pause } from './sleep';
 
 export { pause };
@@ -213,6 +214,8 @@ export async function apiRequest<T>(
 				headers: { ...headers },
 			})) as IN8nHttpFullResponse,
 	);
+	// An S3 Object order's media_url comes back in every job: never pass its signature on.
+	hideSignatures(response.body);
 	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
 }
 

@@ -10,6 +10,7 @@ import { checkCustomKey } from '../../helpers/idempotency';
 import type { Order } from '../../helpers/orders';
 import { placeOrder, replaysOf } from '../../helpers/orders';
 import type { CreateJobBody } from '../../helpers/types';
+import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../helpers/s3Source';
 import { resumeUrlFor, sleepUntilEvents } from '../../helpers/webhookWait';
 import { inputFileField } from '../upload/create.operation';
 
@@ -21,6 +22,11 @@ const properties: INodeProperties[] = [
 		options: [
 			{ name: 'Binary File', value: 'binary', description: 'A file from an earlier node (Google Drive, S3, HTTP Request…): uploaded, then ordered, in one step' },
 			{ name: 'Media URL', value: 'url', description: 'A public http(s) URL of a video or audio file, or a video-sharing link' },
+			{
+				name: 'S3 Object',
+				value: 's3',
+				description: 'A file in S3 or an S3-compatible store: the service fetches it itself through a time-limited signed link, so no byte passes through n8n (any size, queue mode too)',
+			},
 			{ name: 'Upload ID', value: 'upload', description: 'The ID of a file already sent with Upload → Create' },
 		],
 		default: 'binary',
@@ -48,12 +54,41 @@ const properties: INodeProperties[] = [
 		description: 'The ID output by Upload → Create',
 	},
 	{
+		displayName: 'Bucket Name',
+		name: 's3Bucket',
+		type: 'string',
+		default: '',
+		displayOptions: { show: { source: ['s3'] } },
+		placeholder: 'e.g. my-videos',
+		description: 'The bucket that holds the video. May stay empty when Object Key is a whole s3://bucket/key.',
+	},
+	{
+		displayName: 'Object Key',
+		name: 's3Key',
+		type: 'string',
+		default: '',
+		required: true,
+		displayOptions: { show: { source: ['s3'] } },
+		placeholder: 'e.g. lectures/intro.mp4',
+		description: 'The object\'s key (the Key field of the AWS S3 node\'s Get Many output), or a whole s3://bucket/key. One HEAD checks that it exists, may be read and is within 5.24 GB before anything is ordered.',
+	},
+	{
+		displayName: 'Link Valid For (Hours)',
+		name: 's3LinkHours',
+		type: 'number',
+		typeOptions: { minValue: 1, maxValue: LINK_HOURS.max },
+		default: 24,
+		displayOptions: { show: { source: ['s3'] } },
+		description:
+			'How long the signed link the service fetches the media with stays valid at least (1-167). The service fetches when it starts the job, which under a queue can be hours after the order: a day covers that and still expires soon. Temporary credentials (Session Token) end the link when they expire.',
+	},
+	{
 		displayName: 'Title',
 		name: 'title',
 		type: 'string',
 		default: '',
 		placeholder: 'e.g. Interview with Maria',
-		description: 'Shown in the dashboard and used as the captions\' file name. Empty: the file name for a Binary File source, otherwise the job ID. The service allows 300 characters by default.',
+		description: 'Shown in the dashboard and used as the captions\' file name. Empty: the file name for a Binary File or S3 Object source, otherwise the job ID. The service allows 300 characters by default.',
 	},
 	{
 		displayName: 'Options',
@@ -315,12 +350,23 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
 	let file: InputFile | undefined;
+	let s3: Order['s3'];
 	if (source === 'binary') {
 		const field = this.getNodeParameter('binaryPropertyName', i) as string;
 		file = await readInputFile(this, i, field);
 		body.title ??= file.fileName;
+	} else if (source === 's3') {
+		const object = s3ObjectOf(this, i);
+		const hours = Number(this.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
+		if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
+			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, { itemIndex: i, description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it at the start of the hour).` });
+		}
+		s3 = { object, hours };
+		body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
 	}
-	checkBodySize(this, i, source === 'binary' ? { ...body, upload_id: '00000000-0000-0000-0000-000000000000' } : body);
+	// A signed link is up to about 1.5 KiB (2 with a session token): counted in before the limit.
+	const placeholder = source === 'binary' ? { upload_id: '00000000-0000-0000-0000-000000000000' } : source === 's3' ? { media_url: 'x'.repeat(2048) } : {};
+	checkBodySize(this, i, { ...body, ...placeholder });
 	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
 	const customKey = idempotency === 'custom' ? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string) : undefined;
 	const wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
@@ -330,9 +376,14 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
-	const order: Order = { body, file, idempotency, customKey, wait, interval, timeout };
+	const order: Order = { body, file, s3, idempotency, customKey, wait, interval, timeout };
 	if (this.getNode().typeVersion < 1.2) order.occurrence = batchOf(this).desk.occurrence(order);
 	return order;
+}
+
+/** An S3 Object's HEAD, for every item before the first order of the batch. */
+export async function check(this: IExecuteFunctions, i: number, order: Order): Promise<void> {
+	if (order.s3) order.s3.checked = await checkS3Object(this, i, order.s3.object);
 }
 
 export async function execute(this: IExecuteFunctions, i: number, order: Order): Promise<INodeExecutionData[]> {

@@ -18,7 +18,7 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Create',
 				value: 'create',
-				description: 'Order captions for a media file, a media URL or an uploaded file, optionally waiting for them',
+				description: 'Order captions for a media file, a media URL, an S3 object or an uploaded file, optionally waiting for them',
 				action: 'Order captions',
 			},
 			{
