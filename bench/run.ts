@@ -16,6 +16,10 @@
 //      e2e suite does): 150 jobs finish within 2 s, each event delivered twice, 10 reads/s; reads per
 //      event, and the p95 time until n8n answered a first try, against n8n's own Webhook node given
 //      the same burst in the same n8n (test/e2e/burst.ts), bursts alternating, two each
+//  10. Job → Create from an S3 Object of 2 GiB (a real signature-checking S3 server, test/helpers/s3.ts,
+//      the object sparse on disk): bytes of it that crossed n8n (the S3 server counts what it sent to
+//      each request; n8n's are those signed in the header, the service's carry the signature in the
+//      query), and the time to order it against ordering a plain Media URL, alternating, five each
 import { execFile, spawn } from 'node:child_process';
 import type { IExecuteFunctions, INodeType } from 'n8n-workflow';
 import { cpus } from 'node:os';
@@ -32,6 +36,7 @@ import { runCaptioning } from '../test/helpers/captioning';
 import { generatedMedia } from '../test/helpers/media';
 import type { Sandbox } from '../test/helpers/sandbox';
 import { createSandbox } from '../test/helpers/sandbox';
+import { startS3 } from '../test/helpers/s3';
 
 const run = promisify(execFile);
 const root = path.resolve(__dirname, '..');
@@ -352,6 +357,50 @@ async function triggerBurstFigures() {
 	}
 }
 
+const S3_OBJECT_BYTES = Number(process.env.BENCH_S3_OBJECT_BYTES ?? 2 * 1024 ** 3);
+
+async function s3Figures() {
+	const sandbox = await sandboxProcess();
+	const s3 = await startS3();
+	try {
+		await s3.putLarge('bench/lecture.mp4', S3_OBJECT_BYTES);
+		const fakeSandbox = { baseUrl: sandbox.baseUrl, keys: sandbox.keys } as unknown as Sandbox;
+		const s3Credential = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true };
+		const timed = async (params: object, workflowId: string) => {
+			const started = process.hrtime.bigint();
+			const result = await runCaptioning(fakeSandbox, { resource: 'job', operation: 'create', ...params } as never, { input: [{ json: {} }], workflowId, s3: s3Credential });
+			if (result.failure) throw new Error(`${JSON.stringify(params)} failed: ${result.failure.message}`);
+			if (result.items[0].json.idempotent_replayed !== false) throw new Error('a new workflow replayed an order');
+			return Number(process.hrtime.bigint() - started) / 1e6;
+		};
+		const url: number[] = [];
+		const s3Order: number[] = [];
+		// A first run of each, not counted: module loading and connection set-up.
+		await timed({ source: 'url', mediaUrl: 'https://media.example.com/bench-warm.mp4' }, 'bench-s3-warm-url');
+		await timed({ source: 's3', s3Bucket: s3.bucket, s3Key: 'bench/lecture.mp4' }, 'bench-s3-warm-s3');
+		const before = s3.requests.length;
+		for (let round = 1; round <= 5; round++) {
+			url.push(await timed({ source: 'url', mediaUrl: `https://media.example.com/bench-${round}.mp4` }, `bench-url-${round}`));
+			s3Order.push(await timed({ source: 's3', s3Bucket: s3.bucket, s3Key: 'bench/lecture.mp4' }, `bench-s3-${round}`));
+		}
+		// The service's fetches (the sandbox takes each job as it is ordered) are under way: let them end.
+		for (let n = 0; n < 100 && s3.requests.slice(before).filter((r) => r.url.includes('X-Amz-Signature') && r.status).length < 5; n++) await new Promise((r) => setTimeout(r, 50));
+		const requests = s3.requests.slice(before);
+		const fromN8n = requests.filter((r) => !r.url.includes('X-Amz-Signature'));
+		const fromService = requests.filter((r) => r.url.includes('X-Amz-Signature'));
+		return {
+			n8nBytes: fromN8n.reduce((sum, r) => sum + r.bytes, 0) / 5,
+			n8nRequests: fromN8n.map((r) => r.method),
+			serviceFetches: fromService.filter((r) => r.status === 206).length,
+			urlMs: median(url),
+			s3Ms: median(s3Order),
+		};
+	} finally {
+		await s3.close();
+		sandbox.stop();
+	}
+}
+
 async function main() {
 	const started = Date.now();
 	log(`machine: ${cpus().length} cores, Node ${process.version}`);
@@ -381,6 +430,10 @@ async function main() {
 	log(`9. a burst at the webhook trigger in real n8n: ${BURST_EVENTS} events in 2 s, each twice, 10 reads/s, against n8n's Webhook node`);
 	const burst = await triggerBurstFigures();
 
+	log(`10. ordering an S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB against a Media URL, alternating, five each`);
+	const s3 = await s3Figures();
+	log(`  Media URL ${s3.urlMs.toFixed(1)} ms, S3 Object ${s3.s3Ms.toFixed(1)} ms (medians); n8n → S3: ${s3.n8nRequests.join(', ')}; the service fetched it ${s3.serviceFetches} times`);
+
 	const figures = {
 		uploadRssGrowthMiB: Number(upload.rssGrowthMiB.toFixed(1)),
 		uploadVsCurl: Number((upload.oursMiBs / upload.curlMiBs).toFixed(2)),
@@ -401,6 +454,8 @@ async function main() {
 		webhookBatchResumeMs: Number(webhookBatch.resumeMs.toFixed(0)),
 		triggerBurstReadsPerEvent: Number((burst.reads / burst.events).toFixed(2)),
 		triggerBurstP95VsWebhookNode: Number((burst.triggerP95Ms / burst.webhookNodeP95Ms).toFixed(2)),
+		s3BytesThroughN8n: s3.n8nBytes,
+		s3OrderVsUrlOrder: Number((s3.s3Ms / s3.urlMs).toFixed(2)),
 	};
 	// figure, measured, reference, ratio, target, met
 	const rows: Array<[string, string, string, string, string, boolean]> = [
@@ -421,6 +476,8 @@ async function main() {
 		['trigger burst: reads per event', `${burst.reads} reads`, `${burst.events} events (2 bursts), each sent twice`, `${figures.triggerBurstReadsPerEvent}`, '≤ 0.2', figures.triggerBurstReadsPerEvent <= 0.2],
 		["trigger burst: p95 answer vs n8n's Webhook node", `${burst.triggerP95Ms} ms`, `Webhook node ${burst.webhookNodeP95Ms} ms`, `${figures.triggerBurstP95VsWebhookNode}×`, '≤ 1.5×', figures.triggerBurstP95VsWebhookNode <= 1.5],
 		[`${CONCURRENT_UPLOADS} uploads at once, RSS growth`, `${figures.uploadConcurrentRssGrowthMiB} MiB`, `${CONCURRENT_UPLOADS} × ${CONCURRENT_UPLOAD_BYTES / 1024 ** 2} MiB`, '', '≤ 128 MiB', figures.uploadConcurrentRssGrowthMiB <= 128],
+		['S3 Object order: media bytes through n8n', `${figures.s3BytesThroughN8n} bytes`, `object ${S3_OBJECT_BYTES / 1024 ** 2} MiB; n8n sent ${s3.n8nRequests.length / 5} HEAD per order`, '', '0 (the HEAD only)', figures.s3BytesThroughN8n === 0],
+		['S3 Object order vs Media URL order', `${s3.s3Ms.toFixed(1)} ms`, `Media URL ${s3.urlMs.toFixed(1)} ms`, `${figures.s3OrderVsUrlOrder}×`, '≤ 1.5×', figures.s3OrderVsUrlOrder <= 1.5],
 	];
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];
 	const table = [header, ...rows.map((r) => [...r.slice(0, 5), r[5] ? 'yes' : 'NO'] as string[])];

@@ -20,6 +20,8 @@ export interface S3Request {
 	status: number;
 	/** When it arrived (ms). */
 	at: number;
+	/** Bytes of the response body sent (what a GET of the object moved). */
+	bytes: number;
 }
 
 export interface S3Server {
@@ -62,8 +64,21 @@ export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
 		// n8n 1.x signs with aws4, which for a non-AWS host leaves out x-amz-content-sha256; for the
 		// bodiless requests it sends, the hash it signed is the empty body's, so the check still holds.
 		if (req.headers.authorization && !req.headers['x-amz-content-sha256']) req.headers['x-amz-content-sha256'] = EMPTY_SHA256;
-		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0, at: Date.now() };
+		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0, at: Date.now(), bytes: 0 };
 		requests.push(entry);
+		const write = res.write.bind(res) as (chunk: unknown, ...rest: unknown[]) => boolean;
+		const count = (chunk: unknown) => {
+			if (chunk && typeof chunk !== 'function') entry.bytes += Buffer.byteLength(chunk as Buffer);
+		};
+		res.write = ((chunk: unknown, ...rest: unknown[]) => {
+			count(chunk);
+			return write(chunk, ...rest);
+		}) as typeof res.write;
+		const end = res.end.bind(res) as (chunk?: unknown, ...rest: unknown[]) => ServerResponse;
+		res.end = ((chunk?: unknown, ...rest: unknown[]) => {
+			count(chunk);
+			return end(chunk, ...rest);
+		}) as typeof res.end;
 		res.on('finish', () => (entry.status = res.statusCode));
 		handle(req, res);
 	});

@@ -55,7 +55,7 @@ test('an S3 object is ordered by a signed link: one HEAD from n8n, the service f
 	expect(JSON.stringify(item.json)).not.toMatch(/X-Amz-|Signature/);
 
 	// What n8n sent the store: one signed HEAD, no GET. The media went from the store to the service.
-	expect(fromN8n().map((r) => [r.method, r.status])).toEqual([['HEAD', 200]]);
+	expect(fromN8n().map((r) => [r.method, r.status, r.bytes])).toEqual([['HEAD', 200, 0]]);
 	await fetched(1);
 	expect(sb.ledger.mediaFetches).toEqual([expect.objectContaining({ url: `${s3.endpoint}/${s3.bucket}/videos/talk.mp4`, status: 206, size: 4096, bytes: 1024 })]);
 
