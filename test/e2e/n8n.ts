@@ -107,6 +107,8 @@ export interface N8nProcess {
 	/** SIGKILL at once: a crash (n8n saves nothing more). */
 	kill(): Promise<void>;
 	log(): string;
+	/** Its process id while it runs (to read its memory in /proc). */
+	pid(): number | undefined;
 }
 
 export interface N8n {
@@ -234,6 +236,7 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 				await exited;
 			},
 			log: () => output,
+			pid: () => (child && child.exitCode === null ? child.pid : undefined),
 		};
 	};
 	const main = await spawnProcess('start');

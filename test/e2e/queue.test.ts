@@ -5,11 +5,13 @@
 // the webhook process after the worker that ordered is stopped; a batch of files on the workers;
 // the polling trigger polls once per interval for the whole cluster. It also measures what n8n gives a
 // trigger against two copies of one event arriving at two webhook processes at once.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
 import { tlsPair } from '../helpers/https';
+import type { S3Server } from '../helpers/s3';
+import { startS3 } from '../helpers/s3';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n, N8nProcess } from './n8n';
@@ -23,8 +25,10 @@ const VERSION = '2.41.1';
 const TRIGGER_WEBHOOK_ID = '3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a';
 const TOKEN = 'change-me';
 const examples = path.resolve(__dirname, '../../examples');
-/** Small, so the limit is reached with a small file: n8n's default is 512 MiB. */
-const DB_MAX_FILE_MIB = 8;
+/** n8n's default for binary data in the database: a Binary File over it cannot be captioned at all. */
+const DB_MAX_FILE_MIB = 512;
+/** The S3 Object the workers order although it is four times the limit. */
+const S3_OBJECT_BYTES = 2 * 1024 ** 3;
 
 interface Execution {
 	id: string;
@@ -73,6 +77,22 @@ function bigFileWorkflow(id: string, file: string): string {
 	]);
 }
 
+/** Webhook → the object → Job → Create (S3 Object, no wait): the service fetches it from S3. */
+function s3ObjectWorkflow(id: string, bucket: string, key: string): string {
+	return chain(id, 'Queue: caption a 2 GiB S3 object', [
+		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 's3-object', responseMode: 'onReceived', options: {} }, { webhookId: '5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c' }],
+		['Object', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) }],
+		['Order', 'n8n-nodes-captioning.captioning', 1.2, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}' }, { credentials: { ...credentials, captioningS3Api: { id: 'queueS3', name: 'queueS3' } } }],
+	]);
+}
+
+/** Resident memory of a process, from /proc (MiB). */
+function rssMiB(pid: number | undefined): number {
+	if (!pid) return 0;
+	const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+	return line ? Number(line.replace(/\D+/g, '')) / 1024 : 0;
+}
+
 describe(`n8n ${VERSION} in queue mode`, () => {
 	let pg: Service;
 	let redis: Service;
@@ -80,6 +100,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	let n8n: N8n;
 	let hooks: N8nProcess[] = [];
 	let workers: N8nProcess[] = [];
+	let s3: S3Server;
 	const batchWaitUrls = Array.from({ length: 4 }, (_, i) => `https://media.example.com/queue-batch-wait-${i}.mp4`);
 	const work = mkdtempSync(path.join(tmpdir(), 'captioning-queue-'));
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
@@ -119,6 +140,8 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		pg = postgres;
 		redis = redisServer;
 		sb = await createSandbox({ timing: { queuedMs: 300, processingMs: 1500 }, webhook: { ca: tlsPair().cert } });
+		s3 = await startS3();
+		await s3.putLarge('lectures/semester.mp4', S3_OBJECT_BYTES);
 		const hookPorts = [await freePort(), await freePort()];
 		n8n = await createN8n(install, [work], {
 			DB_TYPE: 'postgresdb',
@@ -138,7 +161,9 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		});
 		for (const dir of ['captions', 'polled', 'waited', 'batch', 'batch-out', 'big']) mkdirSync(path.join(work, dir), { recursive: true });
 		for (let i = 0; i < 20; i++) writeFileSync(path.join(work, 'batch', `clip-${String(i).padStart(2, '0')}.mp4`), Buffer.alloc(5 * 1024 * 1024, i));
-		writeFileSync(path.join(work, 'big', 'over-limit.mp4'), Buffer.alloc((DB_MAX_FILE_MIB + 2) * 1024 * 1024, 1));
+		// Sparse: the size without writing the bytes.
+		writeFileSync(path.join(work, 'big', 'over-limit.mp4'), '');
+		truncateSync(path.join(work, 'big', 'over-limit.mp4'), (DB_MAX_FILE_MIB + 2) * 1024 * 1024);
 
 		// The first CLI run creates n8n's tables in Postgres; the processes start on a ready database.
 		await n8n.cli([
@@ -147,6 +172,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				{ id: 'captioningSandbox', name: 'captioningSandbox', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
 				// The polling trigger reads with a key of its own, so its reads can be told apart in the ledger.
 				{ id: 'captioningPoller', name: 'captioningPoller', type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } },
+				{ id: 'queueS3', name: 'queueS3', type: 'captioningS3Api', data: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true } },
 			])}`,
 		]);
 		const webhookBase = `https://127.0.0.1:${hookPorts[0]}`;
@@ -158,6 +184,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			['wfQueueBatch001', batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`)],
 			['wfQueuePolling1', tempJson('poll.json', polling)],
 			['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
+			['wfQueueS3Object', s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4')],
 			['wfQueueBatchHook', batchWaitWorkflow('wfQueueBatchHook', 'queue-batch-wait', batchWaitUrls, 30, 'captioningSandbox')],
 		];
 		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
@@ -180,6 +207,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		await n8n?.stop();
 		await Promise.all([pg?.stop(), redis?.stop()]);
 		await sb?.close();
+		await s3?.close();
 	}, 120000);
 
 	test("a trigger event arrives at a webhook process and runs on a worker; a redelivery and a forged event start nothing; main serves no production webhook", async () => {
@@ -317,6 +345,31 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		const detail = await n8n.rest<{ data: string }>('GET', `/executions/${run.id}`);
 		expect(JSON.stringify(detail.body)).toMatch(new RegExp(`max size limit of ${DB_MAX_FILE_MIB} MB set for .database. mode`));
 		expect(sb.ledger.uploads.length).toBe(uploadsBefore);
+	}, 180000);
+
+	test(`an S3 Object of ${S3_OBJECT_BYTES / 1024 ** 3} GiB, four times the database mode's limit, is ordered on a worker: the service fetches it from S3, no byte of it crosses n8n`, async () => {
+		const before = s3.requests.length;
+		const jobsBefore = sb.ledger.jobs.length;
+		const baseline = workers.map((w) => rssMiB(w.pid()));
+		const peak = [...baseline];
+		const sampler = setInterval(() => workers.forEach((w, n) => (peak[n] = Math.max(peak[n], rssMiB(w.pid())))), 50);
+		try {
+			expect((await post(hooks[0].url, '/webhook/s3-object', {})).status).toBe(200);
+			const run = await waitFor(async () => (await executions('wfQueueS3Object')).find((e) => e.status !== 'running' && e.status !== 'new'), 120000);
+			expect(run.status).toBe('success');
+			expect(ranOn(run.id)).toHaveLength(1);
+		} finally {
+			clearInterval(sampler);
+		}
+		const [job] = sb.ledger.jobs.slice(jobsBefore);
+		expect(String(job.body.media_url)).toContain(`/${s3.bucket}/lectures/semester.mp4?`);
+		await sb.settleDeliveries();
+		const fetched = await waitFor(async () => sb.ledger.mediaFetches.find((f) => f.jobId === job.id && f.status !== null));
+		expect(fetched).toMatchObject({ status: 206, size: S3_OBJECT_BYTES, bytes: 1024 });
+		const fromN8n = s3.requests.slice(before).filter((r) => !r.url.includes('X-Amz-Signature'));
+		expect(fromN8n.map((r) => [r.method, r.bytes])).toEqual([['HEAD', 0]]);
+		const growth = peak.map((p, n) => (p - baseline[n]).toFixed(1));
+		console.log(`queue mode: S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB ordered on a worker (database binary limit ${DB_MAX_FILE_MIB} MiB): n8n → S3 ${fromN8n.map((r) => r.method).join(',')} (${fromN8n.reduce((sum, r) => sum + r.bytes, 0)} body bytes), the service fetched it (${fetched.status}, size ${fetched.size}); worker RSS growth ${growth.join(' and ')} MiB (baseline ${baseline.map((b) => b.toFixed(0)).join(' and ')} MiB)`);
 	}, 180000);
 
 	test('the polling trigger polls once per interval for the whole cluster and reports each finished job once', async () => {

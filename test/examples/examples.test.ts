@@ -4,6 +4,7 @@
 // example into real n8n and checks n8n's own node types there.)
 import { readdirSync, readFileSync } from 'node:fs';
 import type { INodeProperties, INodeType } from 'n8n-workflow';
+import { Expression } from 'n8n-workflow';
 import path from 'node:path';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
@@ -93,4 +94,20 @@ test('the check finds a renamed or made-up parameter, also inside a collection',
 		'options.webhook',
 	]);
 	expect(undefinedParameters(captioning, { options: { metadata: { pair: [{ key: 'a', value: 'b', extra: 1 }] } } })).toEqual(['options.metadata.pair.extra']);
+});
+
+test('the S3 template orders by S3 Object, filters out non-videos, and puts the captions next to each video', () => {
+	const workflow = JSON.parse(readFileSync(path.join(examples, 's3-captions.json'), 'utf8')) as { nodes: ExampleNode[] };
+	const byName = Object.fromEntries(workflow.nodes.map((n) => [n.name, n]));
+	expect(byName['Order Captions'].parameters).toMatchObject({ source: 's3', s3Key: '={{ $json.Key }}' });
+	expect(workflow.nodes.some((n) => n.parameters.operation === 'download')).toBe(false);
+	// n8n's own expression engine, on a job the polling trigger reports.
+	const resolve = (expression: string, json: object) => Expression.resolveWithoutWorkflow(expression.replace(/^=/, ''), { $json: json });
+	const job = { metadata: { s3_bucket: 'my-videos', s3_key: 'incoming/week 1/talk.final.mp4' } };
+	for (const [name, ext] of [['Upload SRT', 'srt'], ['Upload VTT', 'vtt']]) {
+		const { fileName, additionalFields } = byName[name].parameters as { fileName: string; additionalFields: { parentFolderKey: string } };
+		expect([resolve(fileName, job), resolve(additionalFields.parentFolderKey, job)]).toEqual([`talk.final.${ext}`, 'incoming/week 1']);
+	}
+	const videoPattern = new RegExp(((byName['Videos Only'].parameters.conditions as { conditions: Array<{ rightValue: string }> }).conditions[0].rightValue), 'i');
+	expect(['incoming/a.mp4', 'incoming/b.MOV', 'incoming/c.srt', 'incoming/d.vtt', 'incoming/'].map((k) => videoPattern.test(k))).toEqual([true, true, false, false, false]);
 });
