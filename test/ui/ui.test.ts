@@ -141,6 +141,8 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			...ops.map((o, i) => ({ id: `op${i}`, name: o.label, type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [i * 220, 0], parameters: { resource: o.resource, operation: o.operation }, credentials })),
 			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
 			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
+			// Job → Create with Source S3 Object, as a user switches to it: its fields and a second credential.
+			{ id: 's3', name: 'S3 Object', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [660, 300], parameters: { resource: 'job', operation: 'create', source: 's3' }, credentials },
 			{ id: 'agent', name: 'AI Agent', type: '@n8n/n8n-nodes-langchain.agent', typeVersion: 3.1, position: [440, 300], parameters: {} },
 			// As a user connects it: Job → Get Captions as the agent's tool, the Job ID from the model.
 			{ id: 'tool', name: 'Captioning Tool', type: 'n8n-nodes-captioning.captioningTool', typeVersion: NODE_VERSION, position: [440, 500], parameters: { resource: 'job', operation: 'getCaptions', jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}" }, credentials },
@@ -201,6 +203,20 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			expect({ field: field.name, shown: await input.inputValue() }).toEqual({ field: field.name, shown: want });
 		}
 		if (o.resource === 'job' && o.operation === 'create') await picture('job-create-panel', page.getByTestId('ndv'));
+		await closeNode();
+	});
+
+	test('Job → Create with Source S3 Object: Bucket Name, Object Key (required), Link Valid For 24, and the Captioning S3 Media credential to pick', async () => {
+		await openWorkflow('uiEveryOperation');
+		const parameters = { resource: 'job', operation: 'create', source: 's3' };
+		await openNode('S3 Object');
+		const expected = expectedPanel(parameters);
+		expect(expected.fields.map((p) => p.name)).toEqual(expect.arrayContaining(['s3Bucket', 's3Key', 's3LinkHours']));
+		expect((await panelFields()).sort()).toEqual(expected.fields.map((p) => p.name).sort());
+		await expect(page.getByTestId('parameter-input-s3LinkHours').locator('input').first().inputValue()).resolves.toBe('24');
+		const text = await page.getByTestId('ndv').innerText();
+		expect(text).toContain('Captioning S3 Media');
+		expect(text).toContain('Link Valid For (Hours)');
 		await closeNode();
 	});
 
