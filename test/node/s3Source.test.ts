@@ -207,6 +207,17 @@ describe('paying once: the same object with the same options replays, whatever s
 	});
 });
 
+test("Idempotency None: the execution's Retry reads its job back (the link kept in the node context); a new run orders again", async () => {
+	const workflowId = newWorkflow();
+	const params = create({ idempotency: 'none' });
+	const first = await runCaptioning(sb, params, { input: objects(['videos/c.mp4']), s3: credential(), workflowId });
+	const retried = await runCaptioning(sb, params, { input: objects(['videos/c.mp4']), s3: credential(), workflowId, mode: 'retry', contextData: first.contextData() });
+	expect(retried.items[0].json).toMatchObject({ id: first.items[0].json.id, idempotent_replayed: true });
+	const again = await runCaptioning(sb, params, { input: objects(['videos/c.mp4']), s3: credential(), workflowId });
+	expect(again.items[0].json.idempotent_replayed).toBe(false);
+	expect(sb.ledger.jobs.map((j) => j.idempotencyKey)).toEqual([null, null]);
+});
+
 test('the signed link stays out of errors: a service message quoting it is cut to the URL without its query', async () => {
 	sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', param: 'media_url', message: `media_url ${s3.endpoint}/b/k.mp4?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=S3RVER%2F20261124&X-Amz-Signature=abc123 is not reachable` });
 	const run = await runCaptioning(sb, create(), { input: objects(['videos/a.mp4']), s3: credential() });

@@ -17,6 +17,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
 import { bucketUrl, objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
+import { networkCode } from '../transport/errors';
 import { pause } from '../transport/sleep';
 import { MAX_UPLOAD_BYTES } from './types';
 
@@ -147,7 +148,7 @@ async function s3Request(
 			result = await send({ method, url, headers, returnFullResponse: true, ignoreHttpStatusErrors: true, disableFollowRedirect: true, encoding: 'text', timeout: 30000 });
 			if (result.statusCode < 500) return result;
 		} catch (error) {
-			result = { networkCode: networkCodeOf(error) };
+			result = { networkCode: networkCode(error) };
 		}
 		if (attempt >= 3) return result;
 		await pause(500 * 2 ** (attempt - 1));
@@ -164,15 +165,6 @@ const NETWORK_WORDS: Record<string, string> = {
 	ECONNABORTED: 'timed out',
 };
 
-function networkCodeOf(error: unknown): string {
-	let current: unknown = error;
-	for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-		const { code } = current as IDataObject;
-		if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
-		current = (current as { cause?: unknown }).cause;
-	}
-	return 'ECONNECTION';
-}
 
 function origin(access: S3Access): string {
 	return new URL(serviceUrl(access)).origin;
