@@ -36,8 +36,10 @@ export class Captioning implements INodeType {
 		outputs: [NodeConnectionTypes.Main],
 		credentials: [
 			{ name: 'captioningApi', required: true },
-			// Job → Create's S3 Object source signs with a credential of its own.
-			{ name: 'captioningS3Api', required: true, testedBy: 'captioningS3ApiTest', displayOptions: { show: { resource: ['job'], operation: ['create'], source: ['s3'] } } },
+			// Job → Create's S3 Object source signs with a credential of its own. Shown by `source`
+			// alone: n8n 2.41.1's editor renders no parameters at all for a node whose credentials'
+			// displayOptions name resource or operation (measured, test/ui). Only Job → Create has `source`.
+			{ name: 'captioningS3Api', required: true, testedBy: 'captioningS3ApiTest', displayOptions: { show: { source: ['s3'] } } },
 		],
 		// Job → Create's Wait for Completion: On Webhook resumes here ($execution.resumeUrl/<node id>).
 		webhooks: [

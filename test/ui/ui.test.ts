@@ -142,7 +142,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			{ id: 'valid', name: 'Filled In', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [0, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/talk.mp4' }, credentials },
 			{ id: 'empty', name: 'No Media URL', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [220, 300], parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: '' }, credentials },
 			// Job → Create with Source S3 Object, as a user switches to it: its fields and a second credential.
-			{ id: 's3', name: 'S3 Object', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [660, 300], parameters: { resource: 'job', operation: 'create', source: 's3' }, credentials },
+			{ id: 's3', name: 'S3 Object', type: 'n8n-nodes-captioning.captioning', typeVersion: NODE_VERSION, position: [0, 600], parameters: { resource: 'job', operation: 'create', source: 's3' }, credentials },
 			{ id: 'agent', name: 'AI Agent', type: '@n8n/n8n-nodes-langchain.agent', typeVersion: 3.1, position: [440, 300], parameters: {} },
 			// As a user connects it: Job → Get Captions as the agent's tool, the Job ID from the model.
 			{ id: 'tool', name: 'Captioning Tool', type: 'n8n-nodes-captioning.captioningTool', typeVersion: NODE_VERSION, position: [440, 500], parameters: { resource: 'job', operation: 'getCaptions', jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}" }, credentials },
