@@ -17,6 +17,8 @@ async function main() {
 		// Lets n8n's self-signed HTTPS webhook receive events on a developer machine.
 		webhook: { rejectUnauthorized: arg('webhook-tls-verify', 'true') !== 'false' },
 	});
+	// A service that far away: every API request waits this long before it is handled.
+	sandbox.setLatency(Number(arg('latency-ms', 0)));
 	const lines = [
 		'Captioning API sandbox is running.',
 		'',

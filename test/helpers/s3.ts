@@ -49,10 +49,10 @@ interface S3rverLike {
 }
 
 /**
- * Starts the server with one bucket. Its name has a dot on purpose: n8n's AWS S3 node talks to a
+ * Starts the server with one bucket (each request delayed by latencyMs, for the bench). Its name has a dot on purpose: n8n's AWS S3 node talks to a
  * custom endpoint path-style only for such names (otherwise it goes to <bucket>.s3.amazonaws.com).
  */
-export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
+export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Promise<S3Server> {
 	// eslint-disable-next-line @typescript-eslint/no-require-imports
 	const S3rver = require('@20minutes/s3rver') as new (options: object) => S3rverLike;
 	const directory = mkdtempSync(path.join(tmpdir(), 'captioning-s3-'));
@@ -80,7 +80,9 @@ export async function startS3(bucket = 'captioning.videos'): Promise<S3Server> {
 			return end(chunk, ...rest);
 		}) as typeof res.end;
 		res.on('finish', () => (entry.status = res.statusCode));
-		handle(req, res);
+		// A store that far away (the bench's latency runs): each request waits before it is handled.
+		if (latencyMs > 0) setTimeout(() => handle(req, res), latencyMs);
+		else handle(req, res);
 	});
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 	const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

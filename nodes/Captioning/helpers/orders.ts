@@ -152,11 +152,20 @@ async function signingHour(ctx: IExecuteFunctions, desk: OrderDesk, mark: string
 	const now = Math.floor(Date.now() / HOUR) * HOUR;
 	let hour = now;
 	if (key && desk.remembered) {
-		const sentences = Array.from({ length: LINK_HOURS.max + 1 }, (_, n) => `s3link ${key} ${now - n * HOUR}`);
-		const known = await desk.remembered.known(sentences);
-		const first = sentences.find((sentence) => known.has(sentence));
-		if (first) hour = Number(first.split(' ').at(-1));
-		else await desk.remembered.record([`s3link ${key} ${now}`]);
+		// One call for an order never placed (the common case): it records the key and this hour.
+		const ordered = `s3key ${key}`;
+		const thisHour = `s3link ${key} ${now}`;
+		const before = await desk.remembered.record([ordered, thisHour]);
+		if (before.has(ordered)) {
+			// Placed before: the hour of its first link, the oldest one remembered within the week.
+			const hours = Array.from({ length: LINK_HOURS.max + 1 }, (_, n) => `s3link ${key} ${now - (LINK_HOURS.max - n) * HOUR}`);
+			const known = await desk.remembered.known(hours);
+			const oldest = hours.find((sentence) => known.has(sentence) && (sentence !== thisHour || before.has(thisHour)));
+			if (oldest) {
+				hour = Number(oldest.split(' ').at(-1));
+				if (!before.has(thisHour)) await desk.remembered.forget([thisHour]);
+			}
+		}
 	}
 	return (signed[mark] = hour);
 }
