@@ -218,6 +218,17 @@ test("Idempotency None: the execution's Retry reads its job back (the link kept 
 	expect(sb.ledger.jobs.map((j) => j.idempotencyKey)).toEqual([null, null]);
 });
 
+test('Job → Get and Get Many show the S3 job without the signature too', async () => {
+	const ordered = await runCaptioning(sb, create(), { input: objects(['videos/d.mp4']), s3: credential() });
+	const id = ordered.items[0].json.id as string;
+	expect(String(sb.ledger.jobs[0].body.media_url)).toMatch(/X-Amz-Signature=/);
+	const got = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
+	const many = await runCaptioning(sb, { resource: 'job', operation: 'getAll', limit: 5, simplify: false });
+	expect((got.items[0].json.media as IDataObject).url).toBe(`${s3.endpoint}/${s3.bucket}/videos/d.mp4`);
+	expect(many.items.find((i) => i.json.id === id)?.json.media).toMatchObject({ url: `${s3.endpoint}/${s3.bucket}/videos/d.mp4` });
+	expect(JSON.stringify([got.items, many.items])).not.toMatch(/X-Amz-/);
+});
+
 test('the signed link stays out of errors: a service message quoting it is cut to the URL without its query', async () => {
 	sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', param: 'media_url', message: `media_url ${s3.endpoint}/b/k.mp4?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=S3RVER%2F20261124&X-Amz-Signature=abc123 is not reachable` });
 	const run = await runCaptioning(sb, create(), { input: objects(['videos/a.mp4']), s3: credential() });
