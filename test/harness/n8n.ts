@@ -1,12 +1,18 @@
 // Runs workflows in-process with n8n's own execution engine (n8n-core's WorkflowExecute, real
 // request helpers, real binary data service in filesystem mode), without an n8n server.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-// n8n-core reads its user folder when first loaded: give it a private one.
+// n8n-core reads its user folder when first loaded: give it a private one, removed when the
+// process ends (its binary store holds every file a run stored: gigabytes after a bench).
 if (!process.env.N8N_USER_FOLDER) {
-	process.env.N8N_USER_FOLDER = mkdtempSync(path.join(tmpdir(), 'n8n-harness-'));
+	const folder = mkdtempSync(path.join(tmpdir(), 'n8n-harness-'));
+	process.env.N8N_USER_FOLDER = folder;
+	const remove = () => rmSync(folder, { recursive: true, force: true });
+	// Under jest each test file has a process.env of its own (so a folder of its own): removed after the file.
+	if (typeof afterAll === 'function') afterAll(remove);
+	else process.once('exit', remove);
 }
 process.env.N8N_DEFAULT_BINARY_DATA_MODE ??= 'filesystem';
 process.env.N8N_LOG_LEVEL ??= 'silent';

@@ -3,7 +3,7 @@
 // accepts any signature). Every request is logged, so a test can count what reached the store.
 // Why not a Debian package: Debian 12 has no MinIO or other small S3 server, only Ceph's radosgw,
 // which needs a Ceph cluster.
-import { mkdtempSync, truncateSync } from 'node:fs';
+import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -105,6 +105,7 @@ export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Prom
 		async close() {
 			server.closeAllConnections();
 			await new Promise((resolve) => server.close(resolve));
+			rmSync(directory, { recursive: true, force: true });
 		},
 	};
 	return s3Server;

@@ -16,6 +16,8 @@ import type { Browser, Page } from 'playwright-core';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { tlsPair } from '../helpers/https';
+import type { S3Server } from '../helpers/s3';
+import { startS3 } from '../helpers/s3';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from '../e2e/n8n';
@@ -27,6 +29,7 @@ const VERSION = '2.41.1';
 /** The Captioning node's version that n8n gives a node added now. */
 const NODE_VERSION = 1.2;
 const CREDENTIAL_ID = 'captioningSandbox';
+const S3_CREDENTIAL_ID = 'captioningS3Media';
 const OWNER = { email: 'owner@example.com', password: 'Passw0rd-for-e2e' };
 const root = path.resolve(__dirname, '../..');
 const images = path.join(root, 'docs/images');
@@ -67,6 +70,7 @@ function shownValue(p: INodeProperties, parameters: INodeParameters): string | u
 
 describe(`n8n ${VERSION}'s editor`, () => {
 	let sb: Sandbox;
+	let s3: S3Server;
 	let n8n: N8n;
 	let browser: Browser;
 	let editor: EditorPage;
@@ -114,11 +118,13 @@ describe(`n8n ${VERSION}'s editor`, () => {
 	beforeAll(async () => {
 		await ensureChromium();
 		sb = await createSandbox({ webhook: { ca: tlsPair().cert } });
+		s3 = await startS3();
 		n8n = await createN8n(await installN8n(VERSION));
 		await n8n.cli([
 			'import:credentials',
 			`--input=${tempJson('credentials.json', [
 				{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+				{ id: S3_CREDENTIAL_ID, name: 'S3 media', type: 'captioningS3Api', data: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true } },
 				// For the picture: Google Drive credentials as a user would have picked (never used).
 				{ id: 'googleDriveAccount', name: 'Google Drive account', type: 'googleDriveOAuth2Api', data: { clientId: 'picture', clientSecret: 'picture' } },
 			])}`,
@@ -161,6 +167,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await browser?.close();
 		await n8n?.stop();
 		await sb?.close();
+		await s3?.close();
 	});
 
 	test('the nodes panel finds both nodes with their icon by "Caption"; the AI Agent is offered the node as a tool', async () => {
@@ -244,32 +251,40 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await closeNode();
 	});
 
+	/** Fills a field of a saved credential, saves it (which runs n8n's credential test) and reads the verdict the dialog shows. */
+	const saveCredential = async (id: string, field: string, value: string) => {
+		await page.goto(`${n8n.url}/home/credentials/${id}`);
+		const modal = page.getByTestId('editCredential-modal');
+		await modal.waitFor();
+		await modal.getByTestId(`parameter-input-${field}`).locator('input').first().fill(value);
+		// Saving runs n8n's credential test: read the banner it leaves.
+		// (Opening the dialog tests the saved value too: wait for the test of this value.)
+		const tested = page.waitForResponse((r) => r.url().includes('/rest/credentials/test') && (r.request().postData() ?? '').includes(value));
+		await modal.getByTestId('credential-save-button').click();
+		const verdict = (await (await tested).json()) as { data: { status: string; message: string } };
+		if (verdict.data.status === 'OK') {
+			await modal.getByText('Connection tested successfully').waitFor({ timeout: 15000 });
+			return { modal, text: 'Connection tested successfully' };
+		}
+		// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
+		await modal.getByText('Couldn’t connect with these settings').or(modal.getByText("Couldn't connect with these settings")).first().waitFor({ timeout: 15000 });
+		await modal.getByText('More details').click();
+		await page.getByText(verdict.data.message).first().waitFor({ timeout: 10000 });
+		return { modal, text: verdict.data.message };
+	};
+
 	test('the credential dialog: the sandbox key works; a wrong key and a revoked key get our messages', async () => {
-		const tryKey = async (apiKey: string) => {
-			await page.goto(`${n8n.url}/home/credentials/${CREDENTIAL_ID}`);
-			const modal = page.getByTestId('editCredential-modal');
-			await modal.waitFor();
-			await modal.getByTestId('parameter-input-apiKey').locator('input').first().fill(apiKey);
-			// Saving runs n8n's credential test (our test request): read the banner it leaves.
-			// (Opening the dialog tests the saved key too: wait for the test of this key.)
-			const tested = page.waitForResponse((r) => r.url().includes('/rest/credentials/test') && (r.request().postData() ?? '').includes(apiKey));
-			await modal.getByTestId('credential-save-button').click();
-			const verdict = (await (await tested).json()) as { data: { status: string; message: string } };
-			if (verdict.data.status === 'OK') {
-				await modal.getByText('Connection tested successfully').waitFor({ timeout: 15000 });
-				return { modal, text: 'Connection tested successfully' };
-			}
-			// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
-			await modal.getByText('Couldn’t connect with these settings').or(modal.getByText("Couldn't connect with these settings")).first().waitFor({ timeout: 15000 });
-			await modal.getByText('More details').click();
-			await page.getByText(verdict.data.message).first().waitFor({ timeout: 10000 });
-			return { modal, text: verdict.data.message };
-		};
+		const tryKey = async (apiKey: string) => await saveCredential(CREDENTIAL_ID, 'apiKey', apiKey);
 		expect((await tryKey('sk_wrong_key')).text).toMatch(/The API key is wrong \(401\)/);
 		expect((await tryKey(sb.keys.revoked)).text).toMatch(/revoked/);
 		const ok = await tryKey(sb.keys.full);
 		expect(ok.text).toMatch(/Connection tested successfully/i);
 		await picture('credential-dialog', ok.modal);
+	});
+
+	test("the Captioning S3 Media credential's dialog: tested by the node (testedBy) against a real S3 server, a wrong secret named", async () => {
+		expect((await saveCredential(S3_CREDENTIAL_ID, 'secretAccessKey', 'not-the-secret')).text).toBe('The Secret Access Key does not match the Access Key ID: copy the secret again. (403 SignatureDoesNotMatch)');
+		expect((await saveCredential(S3_CREDENTIAL_ID, 'secretAccessKey', s3.secretAccessKey)).text).toMatch(/Connection tested successfully/i);
 	});
 
 	test('the Drive example on the canvas; no page or console error came from our nodes', async () => {
