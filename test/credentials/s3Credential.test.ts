@@ -1,7 +1,10 @@
 // The Captioning S3 Media credential's Test button: n8n's CredentialsTester calls the node's
-// `methods.credentialTest` function (the node names it with `testedBy`) with helpers.request, which
-// is n8n-core's proxyRequestToAxios; this test hands it the same, against a real signature-checking
-// S3 server. The e2e suite presses the real button in real n8n.
+// `methods.credentialTest` function (the node names it with `testedBy`) with the helpers n8n gives
+// it (helpers.request, n8n-core's proxyRequestToAxios; the function does not use it, see
+// helpers/s3Source.ts), against a real signature-checking S3 server. The e2e and editor suites
+// press the real button in real n8n.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { ICredentialDataDecryptedObject, ICredentialTestFunctions } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node';
@@ -48,7 +51,14 @@ test('right key and secret: the bucket list, or one object of Bucket to Test, is
 test('each problem its own message: wrong secret, unknown bucket, unreachable endpoint, bad fields', async () => {
 	expect(await pressTest({ secretAccessKey: 'wrong' })).toEqual({ status: 'Error', message: 'The Secret Access Key does not match the Access Key ID: copy the secret again. (403 SignatureDoesNotMatch)' });
 	expect((await pressTest({ testBucket: 'no-such-bucket' })).message).toBe('bucket no-such-bucket: the bucket does not exist in this store. Check Bucket Name (and Custom Endpoint). (404 NoSuchBucket)');
-	expect(await pressTest({ endpoint: 'http://127.0.0.1:9' })).toEqual({ status: 'Error', message: 'Could not reach the S3 store at http://127.0.0.1:9 (ECONNREFUSED): check Custom Endpoint (empty for AWS) and Region' });
+	// A port nothing listens on (fetch refuses a few ports outright, 9 among them).
+	const closed = await new Promise<number>((resolve) => {
+		const server = createServer().listen(0, '127.0.0.1', () => {
+			const { port } = server.address() as AddressInfo;
+			server.close(() => resolve(port));
+		});
+	});
+	expect(await pressTest({ endpoint: `http://127.0.0.1:${closed}` })).toEqual({ status: 'Error', message: `Could not reach the S3 store at http://127.0.0.1:${closed} (ECONNREFUSED): check Custom Endpoint (empty for AWS) and Region` });
 	expect(await pressTest({ endpoint: 'ftp://x' })).toEqual({ status: 'Error', message: 'Custom Endpoint "ftp://x" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)' });
 	expect(await pressTest({ region: 'Frankfurt' })).toEqual({ status: 'Error', message: 'Region "Frankfurt" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)' });
 });

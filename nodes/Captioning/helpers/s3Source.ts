@@ -7,7 +7,6 @@ import type {
 	ICredentialDataDecryptedObject,
 	ICredentialsDecrypted,
 	ICredentialTestFunctions,
-	IDataObject,
 	IExecuteFunctions,
 	IHttpRequestOptions,
 	IN8nHttpFullResponse,
@@ -213,18 +212,10 @@ export async function testS3Credential(this: ICredentialTestFunctions, credentia
 	const what = bucket ? `bucket ${bucket}` : 'the bucket list';
 	const response = await s3Request(
 		async (options) => {
-			// A credential test gets no other helper than request (n8n's own credential tests use it too).
-			// eslint-disable-next-line @n8n/community-nodes/no-deprecated-workflow-functions
-			const full = (await this.helpers.request({
-				method: options.method,
-				uri: options.url,
-				headers: options.headers,
-				resolveWithFullResponse: true,
-				simple: false,
-				followRedirect: false,
-				timeout: 30000,
-			})) as { statusCode: number; headers: IDataObject; body: unknown };
-			return { statusCode: full.statusCode, headers: full.headers, body: full.body as IN8nHttpFullResponse['body'] };
+			// A credential test gets one helper from n8n, the deprecated `request`, which n8n's
+			// verification scanner refuses in a community node: so Node's own fetch (no redirects).
+			const res = await fetch(options.url, { method: options.method, headers: options.headers as Record<string, string>, redirect: 'manual', signal: AbortSignal.timeout(30000) });
+			return { statusCode: res.status, headers: Object.fromEntries(res.headers.entries()), body: await res.text() };
 		},
 		access,
 		'GET',
