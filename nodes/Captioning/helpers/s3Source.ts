@@ -16,7 +16,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
 import { bucketUrl, objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
-import { networkCode } from '../transport/errors';
+import { header, networkCode } from '../transport/errors';
 import { pause } from '../transport/sleep';
 import { MAX_UPLOAD_BYTES } from './types';
 
@@ -84,11 +84,6 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	if (keyField === '') refuse(ctx, i, 'Object Key is empty', 'Enter the object\'s key, e.g. lectures/intro.mp4 (the Key field of the AWS S3 node\'s Get Many output).');
 	if (Buffer.byteLength(keyField, 'utf8') > 1024) refuse(ctx, i, 'Object Key is longer than 1024 bytes', 'S3 keys are at most 1024 bytes: check the expression that builds it.');
 	return { bucket: bucketField, key: keyField };
-}
-
-function header(response: IN8nHttpFullResponse, name: string): string {
-	const value = response.headers[name];
-	return Array.isArray(value) ? String(value[0]) : value === undefined ? '' : String(value);
 }
 
 /** The <Code> and <Message> of an S3 error body. */
@@ -164,7 +159,6 @@ const NETWORK_WORDS: Record<string, string> = {
 	ECONNABORTED: 'timed out',
 };
 
-
 function origin(access: S3Access): string {
 	return new URL(serviceUrl(access)).origin;
 }
@@ -194,11 +188,12 @@ export async function checkS3Object(ctx: IExecuteFunctions, i: number, object: S
 		refuse(ctx, i, `${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`, 'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.');
 	}
 	if (size === 0) refuse(ctx, i, `${name} is empty (0 bytes)`, 'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.');
-	const versionId = header(response, 'x-amz-version-id');
-	const version = versionId && versionId !== 'null' ? `version ${versionId}` : `etag ${header(response, 'etag').replace(/"/g, '')}`;
+	// 'null': a bucket whose versioning is suspended.
+	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
+	const version = versionId ? `version ${versionId}` : `etag ${header(response, 'etag').replace(/"/g, '')}`;
 	// A versioned bucket: the link names the version checked, so the service fetches what was checked.
-	const checked: S3Object = versionId && versionId !== 'null' && !object.versionId ? { ...object, versionId } : object;
-	return { access, object: checked, url: objectUrl(access, { bucket: object.bucket, key: object.key }), size, version };
+	const checked: S3Object = versionId && !object.versionId ? { ...object, versionId } : object;
+	return { access, object: checked, url, size, version };
 }
 
 /** The credential test: lists one object of Bucket to Test, or the buckets; each failure says its fix. */
@@ -225,8 +220,8 @@ export async function testS3Credential(this: ICredentialTestFunctions, credentia
 		return { status: 'Error', message: `Could not reach the S3 store at ${origin(access)} (${response.networkCode}): check Custom Endpoint (empty for AWS) and Region` };
 	}
 	if (response.statusCode === 200) return { status: 'OK', message: 'Connection tested successfully' };
-	const { code } = s3Error(response.body);
-	const bucketRegion = header(response, 'x-amz-bucket-region') || (s3Error(response.body).message.match(/expecting '([a-z0-9-]+)'/)?.[1] ?? '');
+	const { code, message } = s3Error(response.body);
+	const bucketRegion = header(response, 'x-amz-bucket-region') || (message.match(/expecting '([a-z0-9-]+)'/)?.[1] ?? '');
 	if (code === 'AccessDenied' && !bucket) {
 		return { status: 'Error', message: 'The key and secret are right, but this credential may not list buckets (s3:ListAllMyBuckets). Enter a Bucket to Test that it may read, and test again.' };
 	}

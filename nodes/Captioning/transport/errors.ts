@@ -27,7 +27,8 @@ const CODE_ADVICE: Record<string, string> = {
 	idempotency_conflict: 'This Idempotency-Key was already used for a different order, so the service refused to create a second one. Use a new key, or set Idempotency to Automatic.',
 };
 
-function header(response: IN8nHttpFullResponse, name: string): string {
+/** A response header as one string ('' when absent). */
+export function header(response: IN8nHttpFullResponse, name: string): string {
 	const value = response.headers[name];
 	return Array.isArray(value) ? String(value[0]) : value === undefined ? '' : String(value);
 }
