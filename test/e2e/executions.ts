@@ -11,6 +11,7 @@ export interface Execution {
 	status: string;
 	mode?: string;
 	retryOf?: string | null;
+	startedAt?: string;
 }
 
 /** `n8n` is read at each call: the suites create their instance in beforeAll. */

@@ -2,7 +2,9 @@
 // once, the service allows 10 reads a second, Attach Captions downloads each job's SRT, and n8n polls
 // every 10 s (six Poll Times a minute): the work of one poll outlasts the interval, and n8n starts
 // the next poll anyway. Every job must be reported once and its SRT written once. Measures the list
-// reads and the time until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1
+// reads, the reads of each poll that reported (a poll's execution starts when its poll returned,
+// and polls of the node do not overlap, so the reads since the previous poll's execution are its
+// own) and the time until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1
 // and 1.122.5).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +24,7 @@ describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) =
 	let sb: Sandbox;
 	const work = mkdtempSync(path.join(tmpdir(), 'captioning-flood-'));
 	const out = path.join(work, 'polled');
-	const { waitFor, activateOn1x } = executionsApi(() => n8n);
+	const { waitFor, activateOn1x, executions, runDataOf } = executionsApi(() => n8n);
 
 	beforeAll(async () => {
 		mkdirSync(out, { recursive: true });
@@ -96,7 +98,22 @@ describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) =
 		const downloads = sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId));
 		expect(downloads).toHaveLength(FLOOD);
 		const refused = sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.at >= flooded && r.status === 429).length;
-		console.log(`n8n ${version}: a flood of ${FLOOD} at 10 reads/s, polls every 10 s: last job reported after ${(lastMs / 1000).toFixed(1)} s; ${lists.length} list reads, ${downloads.length} downloads (each once), ${refused} answered 429`);
+		// Per poll that reported: the jobs it reported and the reads since the previous one's execution.
+		const runs = (await executions('wfPollingFlood1')).filter((e) => Date.parse(e.startedAt!) >= flooded).sort((a, b) => Date.parse(a.startedAt!) - Date.parse(b.startedAt!));
+		let since = flooded;
+		let reported = 0;
+		const polls: string[] = [];
+		for (const run of runs) {
+			const started = Date.parse(run.startedAt!);
+			const jobs = (await runDataOf(run.id))['Job Finished'][0].data!.main![0]!.length;
+			const reads = sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.at > since && r.at <= started);
+			const listReads = reads.filter((r) => r.route === 'GET /jobs').length;
+			polls.push(`${jobs} jobs/${listReads} lists/${reads.length - listReads} other reads (${reads.filter((r) => r.status === 429).length}×429)`);
+			reported += jobs;
+			since = started;
+		}
+		expect(reported).toBe(FLOOD);
+		console.log(`n8n ${version}: a flood of ${FLOOD} at 10 reads/s, polls every 10 s: last job reported after ${(lastMs / 1000).toFixed(1)} s; ${lists.length} list reads, ${downloads.length} downloads (each once), ${refused} answered 429; ${runs.length} polls reported, each: ${polls.join('; ')}`);
 		sb.setRateLimits({});
 	}, 360000);
 });

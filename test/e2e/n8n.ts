@@ -45,7 +45,12 @@ export async function installN8n(version: string, progress?: (line: string) => v
 				const seconds = Math.round((Date.now() - started) / 1000);
 				return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
 			};
-			const timer = setInterval(() => progress(`  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`), 10000);
+			let lastFetched = -1;
+			// Once every package is fetched npm unpacks and links them for minutes without a word.
+			const timer = setInterval(() => {
+				progress(fetched > 0 && fetched === lastFetched ? `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched, npm is unpacking them…` : `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`);
+				lastFetched = fetched;
+			}, 10000);
 			child.stdout.on('data', (d) => (out += String(d)));
 			child.stderr.on('data', (d) => {
 				pending += String(d);
