@@ -122,13 +122,20 @@ export function tryUnderWay(ctx: IWebhookFunctions, event: CaptioningEvent): Pro
 	return underWay.get(tryKey(ctx, event));
 }
 
-/** Handles a claimed event as its try under way, so that a redelivery meanwhile can wait for it. */
+/**
+ * Handles a claimed event as its try under way, so that a redelivery meanwhile can wait for it. A
+ * try that throws (n8n answers 500) gives its claim back, as a refusal does: the service's
+ * redelivery is then handled, not answered "already received" and lost.
+ */
 export async function asTry<T>(ctx: IWebhookFunctions, event: CaptioningEvent, handle: () => Promise<T>): Promise<T> {
 	const key = tryKey(ctx, event);
 	let ended!: () => void;
 	underWay.set(key, new Promise<void>((resolve) => (ended = resolve)));
 	try {
 		return await handle();
+	} catch (error) {
+		releaseEvent(ctx, event);
+		throw error;
 	} finally {
 		underWay.delete(key);
 		ended();

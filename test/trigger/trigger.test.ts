@@ -361,6 +361,20 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect((await post(t.url, event)).body).toEqual({ received: true, started: false, reason: 'event evt_slow_first was already received' });
 	});
 
+	test('a try that throws gives its claim back: the redelivery is handled, not answered "already received"', async () => {
+		// Verify Events as an expression that n8n cannot evaluate: n8n's own error, thrown after the claim.
+		const t = await start({ verify: "={{ $('No Such Node').item.json.verify }}" });
+		const id = await order(undeliverable(t));
+		const event = completedEvent(id, 'evt_throws');
+		sb.completeJob(id);
+		const first = await post(t.url, event);
+		expect(first.status).toBe(500);
+		expect(String(first.body.message)).toMatch(/Referenced node doesn't exist/);
+		const again = await post(t.url, event);
+		expect(again.status).toBe(500);
+		expect(t.executions).toHaveLength(0);
+	});
+
 	test('a delivery that arrives while the first try is under way and then starts the workflow is answered as a duplicate', async () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
