@@ -131,12 +131,13 @@ export async function asTry<T>(ctx: IWebhookFunctions, event: CaptioningEvent, h
 	const key = tryKey(ctx, event);
 	let ended!: () => void;
 	underWay.set(key, new Promise<void>((resolve) => (ended = resolve)));
+	let handled = false;
 	try {
-		return await handle();
-	} catch (error) {
-		releaseEvent(ctx, event);
-		throw error;
+		const result = await handle();
+		handled = true;
+		return result;
 	} finally {
+		if (!handled) releaseEvent(ctx, event);
 		underWay.delete(key);
 		ended();
 	}
