@@ -20,11 +20,11 @@ async function main() {
 	const apiKey = real ? process.env.CAPTIONING_API_KEY! : sandbox!.keys.full;
 	say(real ? `Using the captioning service at ${baseUrl}` : `Started the captioning sandbox at ${baseUrl}`);
 	try {
-		say(`Preparing n8n ${N8N_VERSION} (the first run installs it from npm into ~/.cache/n8n-nodes-captioning: about 5 minutes; then seconds)…`);
+		say(`Preparing n8n ${N8N_VERSION} (the first run installs it from npm into ${process.env.N8N_E2E_CACHE ?? '~/.cache/n8n-nodes-captioning'}: about 5 minutes; then seconds)…`);
 		const install = await installN8n(N8N_VERSION, say);
 		mkdirSync(path.join(out), { recursive: true });
 		const n8n = await createN8n(install, [out]);
-		say(`n8n ${N8N_VERSION} is ready in ${n8n.userFolder}, with n8n-nodes-captioning installed`);
+		say(`n8n ${N8N_VERSION} is ready in ${n8n.userFolder} (a fresh user folder, removed when the demo ends), with n8n-nodes-captioning installed`);
 
 		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: 'captioningSandbox', name: 'Captioning account', type: 'captioningApi', data: { apiKey, baseUrl } }])}`]);
 		const workflow = JSON.parse(readFileSync(path.join(__dirname, 'order-and-wait.json'), 'utf8').replaceAll('/tmp/captioning-demo/captions', out));

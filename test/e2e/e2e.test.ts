@@ -1,15 +1,14 @@
 // The package in real n8n (npm run test:e2e): installed as users install it, credentials tested
 // with n8n's own tester, the example workflows run, the trigger's webhook served over HTTPS and
 // called by the sandbox. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from './n8n';
-import { createN8n, installN8n, tempJson } from './n8n';
+import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningSandbox';
@@ -81,7 +80,7 @@ interface Execution {
 describe.each(VERSIONS)('n8n %s', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	const work = mkdtempSync(path.join(tmpdir(), 'captioning-e2e-'));
+	const work = tempFolder('captioning-e2e-');
 	const triggerUrl = () => `${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
 	const executions = async (workflowId: string) => {
@@ -201,7 +200,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 	test("every example was imported, and uses only node types, versions and parameters this n8n has", async () => {
 		type Described = { name: string; version: number | number[]; properties: Array<{ name: string }> };
 		const base = JSON.parse(readFileSync(path.join(n8n.install.dir, 'node_modules/n8n-nodes-base/dist/types/nodes.json'), 'utf8')) as Described[];
-		const exported = path.join(mkdtempSync(path.join(tmpdir(), 'n8n-export-')), 'all.json');
+		const exported = path.join(tempFolder('n8n-export-'), 'all.json');
 		await n8n.cli(['export:workflow', '--all', `--output=${exported}`]);
 		const names = (JSON.parse(readFileSync(exported, 'utf8')) as Array<{ name: string }>).map((w) => w.name);
 		for (const file of readdirSync(examples).filter((f) => f.endsWith('.json'))) {

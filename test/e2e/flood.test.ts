@@ -6,15 +6,14 @@
 // and polls of the node do not overlap, so the reads since the previous poll's execution are its
 // own) and the time until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1
 // and 1.122.5).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import { executionsApi } from './executions';
 import type { N8n } from './n8n';
-import { createN8n, installN8n, tempJson } from './n8n';
+import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const FLOOD = 300;
@@ -22,7 +21,7 @@ const FLOOD = 300;
 describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	const work = mkdtempSync(path.join(tmpdir(), 'captioning-flood-'));
+	const work = tempFolder('captioning-flood-');
 	const out = path.join(work, 'polled');
 	const { waitFor, activateOn1x, executions, runDataOf } = executionsApi(() => n8n);
 

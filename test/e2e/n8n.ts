@@ -2,7 +2,7 @@
 // this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
 // self-signed certificate, driven through its CLI and REST API.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -79,12 +79,37 @@ export async function installN8n(version: string, progress?: (line: string) => v
 	return { version, dir, nodeBin: readFileSync(path.join(dir, '.node-bin'), 'utf8').trim() };
 }
 
+/**
+ * Temp folders made here (n8n user folders with their database and binary store, the pack, CLI
+ * inputs) and the n8n processes on them. Under jest they go after each test file, its n8n processes
+ * stopped first; otherwise (the demo, the bench) when the process exits. Each run used to leave
+ * about 70 MB per n8n in the temp folder.
+ */
+const made: string[] = [];
+const running: Array<{ stop(): Promise<void> }> = [];
+const removeMade = () => {
+	for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+};
+if (typeof afterAll === 'function') {
+	afterAll(async () => {
+		await Promise.all(running.splice(0).map(async (child) => await child.stop()));
+		removeMade();
+	}, 60000);
+} else {
+	process.once('exit', removeMade);
+}
+export const tempFolder = (prefix: string): string => {
+	const dir = mkdtempSync(path.join(tmpdir(), prefix));
+	made.push(dir);
+	return dir;
+};
+
 let packed: string | undefined;
 
 /** `npm pack` of this package (its prepack builds it), once per process. */
 export async function packPackage(): Promise<string> {
 	if (packed) return packed;
-	const out = mkdtempSync(path.join(tmpdir(), 'captioning-pack-'));
+	const out = tempFolder('captioning-pack-');
 	const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
 	packed = path.join(out, stdout.trim().split('\n').pop()!);
 	return packed;
@@ -145,7 +170,7 @@ export const tls = new Agent({ connect: { ca: tlsPair().cert } });
  * settings for every process and CLI run (a database, queue mode).
  */
 export async function createN8n(install: N8nInstall, fileAccess: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<N8n> {
-	const userFolder = mkdtempSync(path.join(tmpdir(), `n8n-${install.version}-`));
+	const userFolder = tempFolder(`n8n-${install.version}-`);
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
 	mkdirSync(nodesDir, { recursive: true });
 	writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
@@ -203,7 +228,7 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			await res.body.text();
 			return res.statusCode === 200;
 		};
-		return {
+		const spawned: N8nProcess = {
 			command,
 			port: own,
 			url,
@@ -243,6 +268,8 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			log: () => output,
 			pid: () => (child && child.exitCode === null ? child.pid : undefined),
 		};
+		running.push(spawned);
+		return spawned;
 	};
 	const main = await spawnProcess('start');
 
@@ -332,7 +359,7 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 
 /** Writes JSON to a temp file (for the CLI's --input). */
 export function tempJson(name: string, value: unknown): string {
-	const dir = mkdtempSync(path.join(tmpdir(), 'n8n-input-'));
+	const dir = tempFolder('n8n-input-');
 	const file = path.join(dir, name);
 	writeFileSync(file, JSON.stringify(value, null, 2));
 	return file;

@@ -2,8 +2,7 @@
 // partial batch failure (both of its choices), Binary File orders run twice, and a crash of n8n
 // during a Poll wait followed by the crashed execution's Retry. Each case counts the sandbox's
 // jobs and charges. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { S3Server } from '../helpers/s3';
@@ -13,7 +12,7 @@ import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from './n8n';
 import type { Execution } from './executions';
 import { executionsApi } from './executions';
-import { createN8n, installN8n, tempJson } from './n8n';
+import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningPayOnce';
@@ -83,7 +82,7 @@ function s3Template(s3: S3Server): string {
 describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	const work = mkdtempSync(path.join(tmpdir(), 'captioning-pay-once-'));
+	const work = tempFolder('captioning-pay-once-');
 	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
 	const jobsOf = (list: string[]) => sb.ledger.jobs.filter((j) => list.includes(j.body.media_url as string));
 	const chargesOf = (list: string[]) => {

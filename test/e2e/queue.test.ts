@@ -5,8 +5,7 @@
 // the webhook process after the worker that ordered is stopped; a batch of files on the workers;
 // the polling trigger polls once per interval for the whole cluster. It also measures what n8n gives a
 // trigger against two copies of one event arriving at two webhook processes at once.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { tlsPair } from '../helpers/https';
@@ -15,7 +14,7 @@ import { startS3 } from '../helpers/s3';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n, N8nProcess } from './n8n';
-import { createN8n, freePort, installN8n, tempJson, tls } from './n8n';
+import { createN8n, freePort, installN8n, tempFolder, tempJson, tls } from './n8n';
 import type { Service } from './services';
 import { ensurePackages, startPostgres, startRedis } from './services';
 import { batchWaitWorkflow } from './workflows';
@@ -102,7 +101,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	let workers: N8nProcess[] = [];
 	let s3: S3Server;
 	const batchWaitUrls = Array.from({ length: 4 }, (_, i) => `https://media.example.com/queue-batch-wait-${i}.mp4`);
-	const work = mkdtempSync(path.join(tmpdir(), 'captioning-queue-'));
+	const work = tempFolder('captioning-queue-');
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
 	const executions = async (workflowId: string) => {

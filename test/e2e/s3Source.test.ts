@@ -3,8 +3,7 @@
 // button (n8n's own /credentials/test), and S3 Object → Job → Create (Poll) → Get Captions → Write
 // File run twice: one order, one charge, the SRT written both times, and not one media byte read
 // by n8n (the sandbox fetched the media from S3 itself). Versions: N8N_E2E_VERSIONS.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { S3Server } from '../helpers/s3';
@@ -12,7 +11,7 @@ import { startS3 } from '../helpers/s3';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from './n8n';
-import { createN8n, installN8n, tempJson } from './n8n';
+import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const API_CREDENTIAL = 'captioningS3E2eApi';
@@ -45,7 +44,7 @@ describe.each(VERSIONS)('n8n %s: S3 Object source', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
 	let s3: S3Server;
-	const work = mkdtempSync(path.join(tmpdir(), 'captioning-s3-source-'));
+	const work = tempFolder('captioning-s3-source-');
 	const out = path.join(work, 'captions');
 	const s3Data = () => ({ accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true });
 

@@ -2,12 +2,11 @@
 // on the tarball npm would publish: no finding. A copy with a console.log in a node must fail it,
 // so a green result means the scanner really read the package.
 import { execFile } from 'node:child_process';
-import { appendFileSync, cpSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { installN8n, packPackage } from './n8n';
+import { installN8n, packPackage, tempFolder } from './n8n';
 
 const run = promisify(execFile);
 const SCANNER = 'scanner-0.32.0';
@@ -21,13 +20,13 @@ async function analyze(packageDir: string): Promise<{ passed: boolean; message?:
 }
 
 test('the packed package passes the scanner; a node with a console.log does not', async () => {
-	const unpacked = mkdtempSync(path.join(tmpdir(), 'captioning-scan-'));
+	const unpacked = tempFolder('captioning-scan-');
 	await run('tar', ['-xzf', await packPackage(), '-C', unpacked]);
 	const packageDir = path.join(unpacked, 'package');
 	const result = await analyze(packageDir);
 	expect(result).toEqual({ passed: true });
 
-	const broken = mkdtempSync(path.join(tmpdir(), 'captioning-scan-broken-'));
+	const broken = tempFolder('captioning-scan-broken-');
 	cpSync(packageDir, broken, { recursive: true });
 	const node = path.join(broken, 'dist/nodes/Captioning/Captioning.node.js');
 	appendFileSync(node, '\nconsole.log("left over");\n');
