@@ -253,12 +253,16 @@ describe(`n8n ${VERSION}'s editor`, () => {
 
 	/** Fills a field of a saved credential, saves it (which runs n8n's credential test) and reads the verdict the dialog shows. */
 	const saveCredential = async (id: string, field: string, value: string) => {
+		// Opening the dialog tests the saved value: let that test answer first, or its banner, come
+		// late, replaces the one of the value saved here (seen: "Connection tested successfully"
+		// after a wrong secret had been refused).
+		const opening = page.waitForResponse((r) => r.url().includes('/rest/credentials/test'), { timeout: 15000 }).catch(() => undefined);
 		await page.goto(`${n8n.url}/home/credentials/${id}`);
 		const modal = page.getByTestId('editCredential-modal');
 		await modal.waitFor();
+		await opening;
 		await modal.getByTestId(`parameter-input-${field}`).locator('input').first().fill(value);
-		// Saving runs n8n's credential test: read the banner it leaves.
-		// (Opening the dialog tests the saved value too: wait for the test of this value.)
+		// Saving runs n8n's credential test: read the banner it leaves, for this value's test.
 		const tested = page.waitForResponse((r) => r.url().includes('/rest/credentials/test') && (r.request().postData() ?? '').includes(value));
 		await modal.getByTestId('credential-save-button').click();
 		const verdict = (await (await tested).json()) as { data: { status: string; message: string } };
@@ -268,10 +272,18 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		}
 		// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
 		await modal.getByText('Couldn’t connect with these settings').or(modal.getByText("Couldn't connect with these settings")).first().waitFor({ timeout: 15000 });
-		// The message sits under "More details" (seen once already shown, the toggle gone: then no click).
+		// The message sits under "More details". The banner can be drawn again after it first shows
+		// (n8n re-renders the dialog once the save has settled), which folds the details up again:
+		// open them until the message shows (a CI dry run once clicked the toggle of a banner that
+		// was then replaced).
+		const message = page.getByText(verdict.data.message).first();
 		const details = modal.getByText('More details');
-		if (await details.waitFor({ timeout: 5000 }).then(() => true, () => false)) await details.click();
-		await page.getByText(verdict.data.message).first().waitFor({ timeout: 10000 });
+		const deadline = Date.now() + 20000;
+		while (!(await message.isVisible())) {
+			if (Date.now() > deadline) throw new Error(`the dialog never showed "${verdict.data.message}"; it shows:\n${await modal.innerText()}`);
+			if (await details.isVisible()) await details.click().catch(() => undefined);
+			await page.waitForTimeout(500);
+		}
 		return { modal, text: verdict.data.message };
 	};
 
