@@ -86,7 +86,7 @@ export async function installN8n(version: string, progress?: (line: string) => v
  * about 70 MB per n8n in the temp folder.
  */
 const made: string[] = [];
-const running: Array<{ stop(): Promise<void> }> = [];
+const running: N8nProcess[] = [];
 const removeMade = () => {
 	for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 };

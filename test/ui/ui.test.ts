@@ -272,10 +272,8 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		}
 		// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
 		await modal.getByText('Couldn’t connect with these settings').or(modal.getByText("Couldn't connect with these settings")).first().waitFor({ timeout: 15000 });
-		// The message sits under "More details". The banner can be drawn again after it first shows
-		// (n8n re-renders the dialog once the save has settled), which folds the details up again:
-		// open them until the message shows (a CI dry run once clicked the toggle of a banner that
-		// was then replaced).
+		// The message sits under "More details": open them until it shows (the toggle may come after
+		// the banner, and a banner drawn again shows them folded).
 		const message = page.getByText(verdict.data.message).first();
 		const details = modal.getByText('More details');
 		const deadline = Date.now() + 20000;
