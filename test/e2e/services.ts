@@ -1,12 +1,11 @@
 // Postgres 15 and Redis 7 for n8n's queue mode, from Debian's packages (installed when missing;
 // root can apt-get here and in CI), each on a port and in a folder of its own, stopped at the end.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { freePort } from './n8n';
+import { freePort, tempFolder } from './n8n';
 
 const run = promisify(execFile);
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -56,7 +55,7 @@ async function waitUntil(check: () => Promise<boolean>, what: string, log: () =>
  * A fresh Postgres cluster (trust auth on 127.0.0.1) with database `n8n` owned by user `n8n`.
  */
 export async function startPostgres(): Promise<Service> {
-	const dir = mkdtempSync(path.join(tmpdir(), 'pg-'));
+	const dir = tempFolder('pg-');
 	chmodSync(dir, 0o777);
 	const data = path.join(dir, 'data');
 	// As root, run as the `postgres` user (Postgres refuses root) and signal it directly at the end.
@@ -82,7 +81,7 @@ async function postgresUser(): Promise<{ uid: number; gid: number }> {
 /** Redis without persistence. */
 export async function startRedis(): Promise<Service> {
 	const port = await freePort();
-	const dir = mkdtempSync(path.join(tmpdir(), 'redis-'));
+	const dir = tempFolder('redis-');
 	const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
 	const service = supervise(child, 'SIGTERM');
 	await waitUntil(async () => /Ready to accept connections/.test(service.output()), 'Redis', service.log);
