@@ -9,7 +9,7 @@ import type { PollState } from './poll';
 import { finishedSince, firstState, pollLimits, REMEMBERED_REPORTS } from './poll';
 import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
 import { metadataFilterFields, metadataMatches } from '../Captioning/helpers/filters';
-import { Pacer, usePacer } from '../Captioning/transport/pacing';
+import { RunSlots, useRunSlots } from '../Captioning/transport/pacing';
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -86,8 +86,8 @@ export class CaptioningPollingTrigger implements INodeType {
 		if (staticData.pollingUntil !== undefined && started < staticData.pollingUntil) return null;
 		staticData.pollingUntil = started + pollLimits.leaseMs;
 		try {
-			// Caption downloads share one pacing of the service's limits, as a node run's requests do.
-			usePacer(this, new Pacer(DEFAULT_CONCURRENCY));
+			// Caption downloads: a few at a time, in the key's pace with every other run's requests.
+			useRunSlots(this, new RunSlots(DEFAULT_CONCURRENCY));
 			const { finished, next } = await finishedSince(this, staticData);
 			const reported = [...(next.reported ?? [])];
 			const due = finished.filter((job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`));

@@ -1,7 +1,6 @@
 import type {
 	IDataObject,
 	IHookFunctions,
-	INodeExecutionData,
 	INodeType,
 	INodeTypeDescription,
 	IWebhookFunctions,
@@ -9,7 +8,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import { attachCaptionsFields, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
+import { attachCaptionsFields, attachSettings, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
 import type { Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
 import { backsUp, eventProblem, eventRead, respond } from '../Captioning/helpers/events';
@@ -96,14 +95,29 @@ export class CaptioningTrigger implements INodeType {
 		if (!events.includes(event.type)) {
 			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
 		}
+		// Attach Captions as set, checked before the event is claimed: a setting that cannot work is
+		// answered 500, so the service delivers the event again once it is fixed.
+		try {
+			attachSettings(this);
+		} catch (error) {
+			return respond(this, 500, { error: (error as Error).message });
+		}
 		for (;;) {
 			const claim = claimEvent(this, event);
-			if (claim === 'new') return await asTry(this, event, async () => await handleEvent(this, event));
+			if (claim === 'new') {
+				const job = await asTry(this, event, async () => await acceptEvent(this, event));
+				if (!job) return { noWebhookResponse: true };
+				// Answered: now the captions (paced with every other read of the key, retried). A download
+				// that finally fails still starts the workflow, with captions_error: the service will not
+				// send this event again, and a redelivery of it stays a duplicate.
+				const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: this.getNodeParameter('verify', true) as boolean }, true);
+				return { noWebhookResponse: true, workflowData: [[item]] };
+			}
 			if (claim === 'replay') {
 				return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
 			}
 			// This very event was received before: if its first try is still under way, its outcome
-			// decides (started: this is a duplicate; failed: its claim was given back, take it here).
+			// decides (accepted: this is a duplicate; refused or failed: its claim was given back, take it here).
 			const first = tryUnderWay(this, event);
 			if (!first) return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
 			await first;
@@ -113,10 +127,13 @@ export class CaptioningTrigger implements INodeType {
 
 /**
  * A new event, claimed: read back (with the events that arrive with it) and checked as Verify
- * Events says, its captions attached, the workflow started. Any refusal or failure gives the claim
- * back, so that the service's redelivery is handled anew.
+ * Events says, then answered. Returns the job to start the workflow with once accepted (answered
+ * 200), or undefined once refused (answered, and the claim given back so that the service's
+ * redelivery is handled anew). Answered before the captions are downloaded and before n8n creates
+ * the execution (2.x waits for that to answer): under a burst those are most of the answer time,
+ * and the claim already makes a redelivery a duplicate.
  */
-async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
+async function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<Job | undefined> {
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
 	const attach = event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
 	let job: Job = event.data;
@@ -129,26 +146,19 @@ async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Prom
 		const checked = backsUp(ctx, event, read, !verify);
 		if ('error' in checked) {
 			releaseEvent(ctx, event);
-			return respond(ctx, checked.status, { error: checked.error });
+			respond(ctx, checked.status, { error: checked.error });
+			return undefined;
 		}
 		job = checked.job;
 		if (verify && forgottenJob(ctx, job.completed_at)) {
 			releaseEvent(ctx, event);
-			return respond(ctx, 409, {
+			respond(ctx, 409, {
 				error: `Event refused: job ${job.id} finished before the ${REMEMBERED_EVENTS} latest events this trigger remembers, so it may have started this workflow already.`,
 			});
+			return undefined;
 		}
 	}
 	settleEvent(ctx, event, verify ? job.completed_at : null);
-	let item: INodeExecutionData;
-	try {
-		item = await jobEventItem(ctx, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
-	} catch (error) {
-		releaseEvent(ctx, event);
-		return respond(ctx, 500, { error: `The captions could not be downloaded: ${(error as Error).message}` });
-	}
-	// Answered now, not after n8n has created the execution (2.x waits for that to answer): under a
-	// burst that wait is most of the answer time, and the claim already makes a redelivery a duplicate.
 	respond(ctx, 200, { received: true, started: true });
-	return { noWebhookResponse: true, workflowData: [[item]] };
+	return job;
 }

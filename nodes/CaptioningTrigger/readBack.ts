@@ -94,7 +94,7 @@ async function drain(reader: Reader): Promise<void> {
 			let read: Map<string, Job | Error>;
 			try {
 				const jobs = batch.map((w) => ({ id: w.event.data.id, created_at: String(w.event.data.created_at ?? '') }));
-				read = await readJobsSettled(batch[0].ctx, jobs, undefined, (job) => keep(reader, job));
+				read = await readJobsSettled(batch[0].ctx, jobs, { urgency: 'answer', seen: (job) => keep(reader, job) });
 			} catch (error) {
 				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 			}

@@ -29,6 +29,11 @@ export interface ServedTrigger {
 	staticData(): IDataObject;
 	/** Replaces the node's saved static data (e.g. as an earlier version of the node left it). */
 	setStaticData(data: IDataObject): void;
+	/**
+	 * Resolves once every request received so far has been handled to its end: the trigger answers
+	 * before it downloads captions, and n8n starts the execution once webhook() returns.
+	 */
+	idle(): Promise<void>;
 	close(): Promise<void>;
 }
 
@@ -72,6 +77,7 @@ export async function serveTrigger(options: {
 	const description = options.nodeType.description.webhooks![0] as IWebhookDescription;
 	const executions: INodeExecutionData[][] = [];
 	let counter = 0;
+	const handling = new Set<Promise<void>>();
 
 	const app = express();
 	app.post(`/webhook/${node.webhookId}/${String(description.path)}`, express.json({ limit: '16mb' }), async (req, res) => {
@@ -87,6 +93,9 @@ export async function serveTrigger(options: {
 		};
 		const workflow = loadWorkflow();
 		const context = new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], null);
+		let handled!: () => void;
+		const handlingThis = new Promise<void>((resolve) => (handled = resolve));
+		handling.add(handlingThis);
 		try {
 			const result = await options.nodeType.webhook!.call(context);
 			if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Workflow was started' });
@@ -96,6 +105,9 @@ export async function serveTrigger(options: {
 			}
 		} catch (error) {
 			if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
+		} finally {
+			handling.delete(handlingThis);
+			handled();
 		}
 	});
 	const { key, cert } = tlsPair();
@@ -109,7 +121,11 @@ export async function serveTrigger(options: {
 		setStaticData: (data) => {
 			savedStaticData = { ...savedStaticData, [`node:${node.name}`]: data };
 		},
+		idle: async () => {
+			while (handling.size > 0) await Promise.all([...handling]);
+		},
 		close: async () => {
+			while (handling.size > 0) await Promise.all([...handling]);
 			server.closeAllConnections();
 			await new Promise((resolve) => server.close(resolve));
 		},

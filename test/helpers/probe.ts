@@ -3,7 +3,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
-import { apiRequest, getBaseUrl, listJobs } from '../../nodes/Captioning/transport';
+import { apiRequest, listJobs } from '../../nodes/Captioning/transport';
 import { downloadFile, putUploadBytes } from '../../nodes/Captioning/transport/files';
 import type { RetryPolicy } from '../../nodes/Captioning/transport';
 
@@ -51,7 +51,7 @@ export const probe: INodeType = {
 				return [[{ json: { ok: true } }]];
 			}
 			case 'download': {
-				const d = await downloadFile(this, p.url as string, await getBaseUrl(this), 0, retry);
+				const d = await downloadFile(this, p.url as string, { itemIndex: 0, retry });
 				return [[{ json: { contentType: d.contentType, text: d.data.toString('utf8') } }]];
 			}
 		}

@@ -415,6 +415,7 @@ test('captions of a completed job are attached as binary files', async () => {
 	const id = await order(t.url, { title: 'Episode 12' });
 	sb.completeJob(id);
 	await sb.settleDeliveries();
+	await t.idle();
 	const { binary } = t.executions[0][0];
 	expect(binary!.data_srt).toMatchObject({ fileName: 'Episode 12.srt', mimeType: 'application/x-subrip' });
 	expect(binary!.data_vtt).toMatchObject({ fileName: 'Episode 12.vtt', mimeType: 'text/vtt' });
@@ -423,6 +424,7 @@ test('captions of a completed job are attached as binary files', async () => {
 	const cancelled = await order(t.url);
 	sb.cancelJob(cancelled, 'unusable_media');
 	await sb.settleDeliveries();
+	await t.idle();
 	expect(t.executions[1][0].binary).toBeUndefined();
 });
 
@@ -431,9 +433,61 @@ test('captions attached as text in the JSON (Put Captions In: Item JSON), for an
 	const id = await order(t.url, { title: 'Episode 13' });
 	sb.completeJob(id);
 	await sb.settleDeliveries();
+	await t.idle();
 	const [item] = t.executions[0];
 	expect(item.binary).toBeUndefined();
 	expect(item.json).toMatchObject({ id, caption_text: { txt: expect.stringMatching(/back to the show/) }, caption_segments: expect.arrayContaining([expect.objectContaining({ speaker: 'MARIA' })]) });
+});
+
+describe('with Attach Captions the event is answered first, then the captions are downloaded', () => {
+	test('the service has its answer before the captions are downloaded', async () => {
+		const t = await start({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		const id = await order(t.url, { title: 'Answered first' });
+		// The download meets two 500s first: about a second of retries.
+		sb.injectFault('GET /jobs/{id}/captions', { status: 500, times: 2 });
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		const [delivery] = sb.ledger.deliveries.filter((d) => d.jobId === id);
+		expect(delivery.status).toBe(200);
+		await t.idle();
+		const downloaded = sb.ledger.captionDownloads.find((d) => d.jobId === id)! as unknown as { at: number };
+		expect(downloaded.at).toBeGreaterThan(delivery.at + delivery.ms!);
+		expect(t.executions).toHaveLength(1);
+		expect(t.executions[0][0].binary!.data).toMatchObject({ fileName: 'Answered first.srt' });
+		expect(t.executions[0][0].json.captions_error).toBeUndefined();
+	});
+
+	test('a download that finally fails still starts the workflow, with captions_error; a redelivery stays a duplicate', async () => {
+		const t = await start({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+		const id = await order(undeliverable(t), { title: 'Half there' });
+		sb.completeJob(id);
+		// The SRT link answers 404 (not tried again); the VTT comes.
+		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'No captions of this format exist for this job.', times: 1 });
+		const event = completedEvent(id, 'evt_half_there');
+		expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: true } });
+		await t.idle();
+		expect(t.executions).toHaveLength(1);
+		const [item] = t.executions[0];
+		expect(item.json.id).toBe(id);
+		expect(item.json.captions_error).toMatch(/^The captions could not be downloaded \((SRT|VTT): No captions of this format exist for this job\. \[HTTP 404 not_found\]\)\. The job is completed: Job → Get Captions can fetch them later\.$/);
+		expect(Object.keys(item.binary ?? {})).toHaveLength(1);
+		// The service delivers it again (its own retry, or a duplicate): answered, nothing started twice.
+		expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: false, reason: 'event evt_half_there was already received' } });
+		await t.idle();
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test('a setting that cannot work (DOCX as text) is answered 500 before the event is claimed and before any request', async () => {
+		const t = await start({ attachCaptions: true, formats: ['docx'], captionsAs: 'json' });
+		const id = await order(undeliverable(t));
+		sb.completeJob(id);
+		const event = completedEvent(id, 'evt_docx_text');
+		const first = await post(t.url, event);
+		expect(first.status).toBe(500);
+		expect(String(first.body.error)).toMatch(/^Attach Captions: DOCX is a Word file/);
+		expect(sb.ledger.requests.filter((r) => r.route !== 'POST /jobs')).toHaveLength(0);
+		expect(t.executions).toHaveLength(0);
+	});
 });
 
 describe('Verify Events off: caption links come from the service, never from a posted body', () => {
@@ -467,6 +521,7 @@ describe('Verify Events off: caption links come from the service, never from a p
 			const job = sb.completeJob(id);
 			const forged = { id: 'evt_planted', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, captions: forgedLinks(elsewhere.url, new URL(t.url).origin) } };
 			expect((await post(t.url, forged)).status).toBe(200);
+			await t.idle();
 			expect(t.executions).toHaveLength(1);
 			const [item] = t.executions[0];
 			expect(item.json).toMatchObject({ id, captions: job.captions, verified: false });
@@ -490,6 +545,7 @@ describe('Verify Events off: caption links come from the service, never from a p
 		expect(sb.ledger.captionDownloads).toHaveLength(0);
 		sb.completeJob(id);
 		expect((await post(t.url, forged)).status).toBe(200);
+		await t.idle();
 		expect(t.executions).toHaveLength(1);
 	});
 });

@@ -2,8 +2,9 @@
 // 1. Every item is checked first (each operation's `prepare`, which sends nothing, then its `check`,
 //    e.g. an S3 object's HEAD, Concurrency at a time): a batch with a bad item orders nothing, unless
 //    Continue On Fail turns the bad items into error items.
-// 2. Then all items run at once, their requests sharing one pacing (transport/pacing.ts): at most
-//    Concurrency requests under way, and one slowdown for all when the service asks for it.
+// 2. Then all items run at once: at most Concurrency of their requests under way (the run's places),
+//    each taking its turn from the key's pace, which every run of the key shares and which slows
+//    down for all when the service asks for it (transport/pacing.ts).
 // 3. Waits for jobs share one JobWaiter: one round of reads per interval for all of them.
 // 4. Each item ends as its outputs or one error item, in input order, paired with its input.
 //    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
@@ -11,7 +12,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { BatchStopped, Pacer, usePacer } from '../transport/pacing';
+import { BatchStopped, RunSlots, useRunSlots } from '../transport/pacing';
 import { OrderDesk } from './orders';
 import { JobWaiter } from './wait';
 
@@ -125,8 +126,8 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 	const count = ctx.getInputData().length;
 	const outputs: INodeExecutionData[][] = [];
 	const batch = batchOf(ctx);
-	const pacer = new Pacer(options.concurrency);
-	usePacer(ctx, pacer);
+	const slots = new RunSlots(options.concurrency);
+	useRunSlots(ctx, slots);
 	let failure: NodeError | undefined;
 
 	const fail = (error: unknown, i: number) => {
@@ -136,7 +137,7 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 			outputs[i] = [errorItem(ctx, nodeError, i)];
 		} else if (!failure) {
 			failure = nodeError;
-			pacer.stop();
+			slots.stop();
 			batch.waiter.stop(new BatchStopped());
 		}
 	};

@@ -4,7 +4,7 @@
 import type { IBinaryKeyData, IDataObject, IExecuteFunctions, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { getBaseUrl } from '../transport';
+import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
 import type { CaptionFormat, Job } from './types';
 
@@ -108,9 +108,16 @@ export function captionFileName(job: Job, format: CaptionFormat): string {
 	return `${base || job.id}.${format}`;
 }
 
+/** A format whose file could not be downloaded, and why. */
+export interface CaptionFailure {
+	format: CaptionFormat;
+	error: Error;
+}
+
 /**
  * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
- * (see CaptionsAs); refuses a job without captions.
+ * (see CaptionsAs); refuses a job without captions. A download that fails throws, unless `settle`:
+ * then the formats that came are output, and those that did not are listed in `failed`.
  */
 export async function captionOutputs(
 	ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions,
@@ -119,7 +126,8 @@ export async function captionOutputs(
 	formats: CaptionFormat[],
 	field: string,
 	as: CaptionsAs = 'binary',
-): Promise<{ binary?: IBinaryKeyData; json: IDataObject }> {
+	settle = false,
+): Promise<{ binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] }> {
 	if (job.status !== 'completed' || !job.captions) {
 		const why =
 			job.status === 'cancelled'
@@ -133,34 +141,43 @@ export async function captionOutputs(
 					: 'Wait for the job first: Job → Create with Wait for Completion, or a Captioning Trigger that starts the workflow when the job completes.',
 		});
 	}
-	const baseUrl = await getBaseUrl(ctx, i);
 	const captions = job.captions;
 	const missing = formats.find((format) => !captions[format]);
 	if (missing) {
 		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${missing} captions`, { itemIndex: i, description: `The service listed: ${Object.keys(captions).join(', ')}.` });
 	}
-	// The formats download together, within the node run's pacing (Batching → Concurrency).
-	const files = await Promise.all(formats.map(async (format) => await downloadFile(ctx, captions[format], baseUrl, i)));
-	const out: { binary?: IBinaryKeyData; json: IDataObject } = { json: {} };
-	if (as !== 'json') {
+	// The formats download together, within the node run's places and the key's pace.
+	const settled = await Promise.allSettled(formats.map(async (format) => await downloadFile(ctx, captions[format], { itemIndex: i })));
+	const failed: CaptionFailure[] = [];
+	const files = new Map<CaptionFormat, Download>();
+	settled.forEach((result, n) => {
+		if (result.status === 'fulfilled') files.set(formats[n], result.value);
+		else failed.push({ format: formats[n], error: result.reason as Error });
+	});
+	if (failed.length > 0 && !settle) throw failed[0].error;
+	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = { json: {}, failed };
+	if (as !== 'json' && files.size > 0) {
 		out.binary = {};
-		for (const [n, format] of formats.entries()) {
+		for (const format of formats) {
+			const file = files.get(format);
+			if (!file) continue;
 			const name = formats.length === 1 ? field : `${field}_${format}`;
-			out.binary[name] = await ctx.helpers.prepareBinaryData(files[n].data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+			out.binary[name] = await ctx.helpers.prepareBinaryData(file.data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
 		}
 	}
 	if (as !== 'binary') {
 		const text: IDataObject = {};
 		const truncated: string[] = [];
-		for (const [n, format] of formats.entries()) {
-			if (format === 'docx') continue;
+		for (const format of formats) {
+			const file = files.get(format);
+			if (!file || format === 'docx') continue;
 			if (format === 'json') {
-				const segments = segmentsOf(ctx, i, job, files[n].data);
+				const segments = segmentsOf(ctx, i, job, file.data);
 				Object.assign(out.json, segments.json);
 				if (segments.truncated) truncated.push(format);
 				continue;
 			}
-			const cut = bounded(files[n].data.toString('utf8'));
+			const cut = bounded(file.data.toString('utf8'));
 			text[format] = cut.text;
 			if (cut.truncated) truncated.push(format);
 		}

@@ -104,7 +104,7 @@ export function backsUp(ctx: IWebhookFunctions, event: CaptioningEvent, read: Ev
 export async function readBackEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<EventRead> {
 	let result: Job | Error;
 	try {
-		result = (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`)).body;
+		result = (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(event.data.id)}`, { urgency: 'answer' })).body;
 	} catch (error) {
 		result = error as Error;
 	}

@@ -8,6 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { ApiContext } from '../transport';
 import { apiRequest, cancelSignal, jobPages, pause, segment } from '../transport';
+import type { Urgency } from '../transport/pacing';
 import type { Job } from './types';
 
 export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';
@@ -26,6 +27,15 @@ interface Pending {
 	reject: (error: Error) => void;
 }
 
+export interface ReadOptions {
+	/** Place among the node run's places. */
+	priority?: number;
+	/** Place in the key's pace: `answer` when a caller waits for it (a trigger, a resume). */
+	urgency?: Urgency;
+	/** Hears of every job the pages held. */
+	seen?: (job: Job) => void;
+}
+
 /**
  * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
  * newest first, as far back as the oldest of them, then one by one only what those pages did not
@@ -35,9 +45,9 @@ interface Pending {
 export async function readJobsSettled(
 	ctx: ApiContext,
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
-	priority?: number,
-	seen?: (job: Job) => void,
+	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
+	const { priority, urgency, seen } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -45,7 +55,7 @@ export async function readJobsSettled(
 		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { priority })) {
+			for await (const page of jobPages(ctx, {}, { priority, urgency })) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -63,7 +73,7 @@ export async function readJobsSettled(
 	await Promise.all(
 		[...unseen].map(async (id) => {
 			try {
-				read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority })).body);
+				read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority, urgency })).body);
 			} catch (error) {
 				read.set(id, error as Error);
 			}
@@ -73,8 +83,8 @@ export async function readJobsSettled(
 }
 
 /** readJobsSettled, failing as a whole when any job could not be read. */
-export async function readJobsTogether(ctx: ApiContext, jobs: Job[], priority?: number): Promise<Map<string, Job>> {
-	const read = await readJobsSettled(ctx, jobs, priority);
+export async function readJobsTogether(ctx: ApiContext, jobs: Job[], options: ReadOptions = {}): Promise<Map<string, Job>> {
+	const read = await readJobsSettled(ctx, jobs, options);
 	for (const result of read.values()) if (result instanceof Error) throw result;
 	return read as Map<string, Job>;
 }
@@ -133,7 +143,7 @@ export class JobWaiter {
 	/** One read of every pending job, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
 		this.rounds += 1;
-		const read = await readJobsTogether(this.ctx, [...this.pending.values()].map((e) => e.job), ROUND_PRIORITY);
+		const read = await readJobsTogether(this.ctx, [...this.pending.values()].map((e) => e.job), { priority: ROUND_PRIORITY });
 		for (const job of read.values()) this.update(job);
 	}
 

@@ -77,7 +77,7 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	}
 	let jobs: Map<string, Job>;
 	try {
-		jobs = await readJobsTogether(this, batch);
+		jobs = await readJobsTogether(this, batch, { urgency: 'answer' });
 	} catch (error) {
 		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
 	}

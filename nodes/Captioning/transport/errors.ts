@@ -33,12 +33,26 @@ export function header(response: IN8nHttpFullResponse, name: string): string {
 	return Array.isArray(value) ? String(value[0]) : value === undefined ? '' : String(value);
 }
 
+type ErrorBody = { error?: { code?: unknown; message?: unknown; param?: unknown } } | string | undefined;
+
+/** The body as the service sent it: a download's error arrives as bytes, holding the same JSON. */
+function errorBody(raw: unknown): ErrorBody {
+	const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : raw instanceof ArrayBuffer ? Buffer.from(raw).toString('utf8') : undefined;
+	if (text === undefined) return raw as ErrorBody;
+	try {
+		const parsed: unknown = JSON.parse(text);
+		return typeof parsed === 'object' && parsed !== null ? (parsed as ErrorBody) : text;
+	} catch {
+		return text;
+	}
+}
+
 function serviceError(response: IN8nHttpFullResponse): ServiceError {
-	const body = response.body as { error?: { code?: unknown; message?: unknown; param?: unknown } } | string | undefined;
+	const body = errorBody(response.body);
 	const error = typeof body === 'object' && body !== null && typeof body.error === 'object' ? body.error : undefined;
 	let message = typeof error?.message === 'string' ? error.message : '';
 	if (!message) {
-		const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
+		const text = typeof body === 'string' ? body : '';
 		message =
 			text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) ||
 			(response.statusCode >= 300 && response.statusCode < 400
@@ -115,13 +129,59 @@ export function networkError(
 	return apiError(node, e, description, itemIndex);
 }
 
-/** The error code of a network failure, looked up through n8n's wrappers. */
-export function networkCode(cause: unknown): string {
-	let current: unknown = cause;
-	for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-		const { code } = current as IDataObject;
-		if (typeof code === 'string' && /^E[A-Z_]+$/.test(code)) return code;
+/** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
+function chain(cause: unknown): IDataObject[] {
+	const levels: IDataObject[] = [];
+	for (let current = cause; levels.length < 6 && current && typeof current === 'object' && !levels.includes(current as IDataObject); ) {
+		levels.push(current as IDataObject);
 		current = (current as { cause?: unknown }).cause;
 	}
-	return 'ECONNECTION';
+	return levels;
+}
+
+const NETWORK_CODE = /^(E[A-Z_]+|UND_ERR_[A-Z_]+)$/;
+
+/** The error code of a network failure, looked up through n8n's wrappers. */
+export function networkCode(cause: unknown): string {
+	const code = chain(cause)
+		.map((level) => level.code)
+		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
+	return code ?? 'ECONNECTION';
+}
+
+/** n8n 2.x marks what its own policy refused to send (e.g. an address its SSRF protection blocks). */
+const REFUSED_BY_N8N = Symbol.for('n8n.backend-network.non-retryable-error');
+
+/**
+ * Whether a request that got no response failed inside n8n, before anything left: n8n refused it
+ * (its SSRF protection), or could not prepare it (its expression engine, the credentials). A network
+ * failure comes from the HTTP client (an axios error, or a socket or DNS error code); anything else
+ * never reached the network, and sending it again would meet the same.
+ */
+export function failedInN8n(cause: unknown): boolean {
+	const levels = chain(cause);
+	if (levels.some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true)) return true;
+	const network = (level: IDataObject) =>
+		level.isAxiosError === true ||
+		(typeof level.code === 'string' && NETWORK_CODE.test(level.code)) ||
+		(level instanceof Error && level.name === 'TypeError' && level.message === 'terminated');
+	return levels.length > 0 && !levels.some(network);
+}
+
+/** A request that failed inside n8n before it was sent: what n8n said, not a network error. */
+export function notSentError(node: INode, cause: unknown, target: string, itemIndex?: number): NodeApiError {
+	const levels = chain(cause);
+	// The innermost words are n8n's own (its wrappers repeat or generalise them).
+	const inner = [...levels].reverse().find((level) => typeof level.message === 'string' && level.message !== '');
+	const said = inner ? String(inner.message) : 'an error without a message';
+	const advice = levels.map((level) => level.description).find((d): d is string => typeof d === 'string' && d !== '');
+	const e: ServiceError = {
+		httpCode: '',
+		code: 'not_sent',
+		message: `n8n did not send the request to ${target}: ${withoutSignatures(said)}`,
+		param: '',
+		requestId: '',
+	};
+	const description = `${advice ? `${advice} ` : ''}The request failed inside n8n before it left, so this is not a network problem and it was not tried again. If n8n's expression engine is named, run the workflow again (an n8n fault: see the package's troubleshooting notes).`;
+	return apiError(node, e, description, itemIndex);
 }

@@ -4,7 +4,8 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../helpers/types';
 import type { ApiContext, RetryPolicy } from './index';
-import { apiRequest, CREDENTIAL_NAME, sendWithRetries, underBaseUrl } from './index';
+import { apiRequest, CREDENTIAL_NAME, sendWithRetries, serviceOf, underBaseUrl } from './index';
+import type { Urgency } from './pacing';
 
 export interface PutOptions {
 	uploadUrl: string;
@@ -49,15 +50,16 @@ export interface Download {
 /**
  * Downloads a captions link, as listed by the service on the job read through the API (never a
  * link from a posted event). The API key goes only to URLs under the Base URL (and then no
- * redirect is followed); any other http(s) link is fetched without it; other schemes are refused.
+ * redirect is followed, and the download counts against the key's reads, in its pace: `bulk` by
+ * default, after waiting verifications and orders); any other http(s) link is fetched without it;
+ * other schemes are refused.
  */
 export async function downloadFile(
 	ctx: ApiContext,
 	url: string,
-	baseUrl: string,
-	itemIndex?: number,
-	retry?: Partial<RetryPolicy>,
+	options: { itemIndex?: number; urgency?: Urgency; retry?: Partial<RetryPolicy> } = {},
 ): Promise<Download> {
+	const { itemIndex, retry } = options;
 	let protocol = '';
 	try {
 		protocol = new URL(url).protocol;
@@ -70,6 +72,7 @@ export async function downloadFile(
 			description: 'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
 		});
 	}
+	const { baseUrl, pace } = await serviceOf(ctx, itemIndex);
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',
@@ -81,10 +84,13 @@ export async function downloadFile(
 		timeout: 60000,
 	};
 	const target = withKey ? `the captioning service at ${new URL(baseUrl).origin}` : `the captions host ${new URL(url).origin}`;
-	const response = await sendWithRetries(ctx, { retryable: true, lane: withKey ? 'read' : 'storage', target, itemIndex, retry }, async () =>
-		withKey
-			? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })) as IN8nHttpFullResponse)
-			: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
+	const response = await sendWithRetries(
+		ctx,
+		{ retryable: true, lane: withKey ? 'read' : 'storage', pace, urgency: options.urgency ?? 'bulk', target, itemIndex, retry },
+		async () =>
+			withKey
+				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })) as IN8nHttpFullResponse)
+				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
 	);
 	const type = response.headers['content-type'];
 	return {

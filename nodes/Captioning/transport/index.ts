@@ -12,11 +12,12 @@ import type {
 	IWebhookFunctions,
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
+import { createHash } from 'node:crypto';
 
 import type { Job, JobList } from '../helpers/types';
-import { networkError, responseError } from './errors';
-import type { Lane } from './pacing';
-import { pacerOf } from './pacing';
+import { failedInN8n, networkError, notSentError, responseError } from './errors';
+import type { KeyPace, Lane, Urgency } from './pacing';
+import { BatchStopped, paceFor, runSlotsOf, ticketNumber } from './pacing';
 import { hideSignatures } from './signed';
 import { pause } from './sleep';
 
@@ -72,9 +73,13 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
 export interface SendOptions {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;
-	/** Which of the service's limits the request counts against (for the node run's shared pacing). */
+	/** Which of the service's limits the request counts against. */
 	lane: Lane;
-	/** Its place in the node run's pacing: lower goes first (default: the item index). */
+	/** The pace of the key it carries (reads and writes); none for a storage host. */
+	pace?: KeyPace;
+	/** Which waiting request goes first in the key's pace (default: work). */
+	urgency?: Urgency;
+	/** Its place among the node run's places: lower goes first (default: the item index). */
 	priority?: number;
 	/** Names the target in network errors: never a URL with a signature in it. */
 	target: string;
@@ -82,10 +87,18 @@ export interface SendOptions {
 	retry?: Partial<RetryPolicy>;
 }
 
+/** The execution's cancel signal and the run's stop, as one signal (either ends a wait for a turn). */
+function anySignal(signals: Array<AbortSignal | undefined>): AbortSignal | undefined {
+	const present = signals.filter((s): s is AbortSignal => s !== undefined);
+	return present.length > 1 ? AbortSignal.any(present) : present[0];
+}
+
 /**
  * Sends with retries: 429, 5xx and network errors are retried with backoff and jitter,
  * honouring Retry-After; any other non-2xx ends at once. `send` must make a fresh request
- * each time (a stream body is reopened by the caller).
+ * each time (a stream body is reopened by the caller). Each attempt takes a place of the node run
+ * (Batching → Concurrency) and a turn of the key's pace (transport/pacing.ts); a 429 holds the
+ * key's lane for every run, and the request keeps its place in the queue for the next attempt.
  */
 export async function sendWithRetries(
 	ctx: ApiContext,
@@ -93,44 +106,95 @@ export async function sendWithRetries(
 	send: () => Promise<IN8nHttpFullResponse>,
 ): Promise<IN8nHttpFullResponse> {
 	const policy = { ...DEFAULT_RETRY, ...options.retry };
-	const signal = cancelSignal(ctx);
-	// In a batch, every request of the node run takes its turn from one pacing (transport/pacing.ts).
-	const pacer = pacerOf(ctx);
+	const cancel = cancelSignal(ctx);
+	const slots = runSlotsOf(ctx);
+	const signal = anySignal([cancel, slots?.stopSignal]);
+	const lane = options.lane === 'storage' ? undefined : options.lane;
+	const pace = lane ? options.pace : undefined;
+	const seq = ticketNumber();
+	const cancelled = () =>
+		new NodeOperationError(ctx.getNode(), 'The execution was cancelled while a request to the captioning service was under way', { itemIndex: options.itemIndex });
 	for (let attempt = 1; ; attempt++) {
-		const release = pacer ? await pacer.acquire(options.priority ?? options.itemIndex ?? 0, options.lane, signal) : () => {};
+		let release = () => {};
+		let done = () => {};
+		let waited: unknown;
+		try {
+			if (slots) release = await slots.acquire(options.priority ?? options.itemIndex ?? 0, cancel);
+			if (pace && lane) done = await pace.turn(lane, options.urgency ?? 'work', seq, signal);
+		} catch (error) {
+			release();
+			waited = error;
+		}
+		// Not sent: the run stopped (another item failed), or the execution was cancelled.
+		if (waited !== undefined) {
+			if (slots?.stopped) throw new BatchStopped();
+			if (cancel?.aborted) throw cancelled();
+			throw new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex: options.itemIndex });
+		}
 		let response: IN8nHttpFullResponse;
 		try {
 			response = await send();
 		} catch (error) {
+			done();
 			release();
-			if (signal?.aborted) {
-				throw new NodeOperationError(ctx.getNode(), 'The execution was cancelled while a request to the captioning service was under way', { itemIndex: options.itemIndex });
-			}
+			if (cancel?.aborted) throw cancelled();
+			// Refused or failed inside n8n before it left (its policy, its expression engine): no
+			// network problem, and sending it again would meet the same.
+			if (failedInN8n(error)) throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
 			if (!options.retryable || attempt >= policy.maxAttempts) {
 				throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 			}
-			await pause(backoffMs(policy, attempt), signal);
+			await pause(backoffMs(policy, attempt), cancel);
 			continue;
 		}
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		pacer?.observe(options.lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter);
+		if (pace && lane) pace.observe(lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter);
+		done();
 		release();
 		if (status >= 200 && status < 300) return response;
-		if (!options.retryable || !isRetryableStatus(status) || attempt >= policy.maxAttempts) {
+		// Under a shared pace a 429 may be another run's doing: it is tried more often (the lane holds).
+		const attempts = status === 429 && pace ? policy.maxAttempts * 2 : policy.maxAttempts;
+		if (!options.retryable || !isRetryableStatus(status) || attempt >= attempts) {
 			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
 		}
 		let delay = retryAfter;
 		if (delay === undefined) delay = status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt);
 		if (delay > policy.maxRetryAfterMs) throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		// The key's lane holds every request for a 429's Retry-After; this one goes again in its place.
+		if (status === 429 && pace) continue;
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
-		await pause(delay + Math.random() * Math.min(250, policy.baseDelayMs), signal);
+		await pause(delay + Math.random() * Math.min(250, policy.baseDelayMs), cancel);
 	}
 }
 
-/** The credentials' base URL, checked and without a trailing slash. */
-export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string> {
-	const credentials = await ctx.getCredentials<{ baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
+/** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
+export interface Service {
+	baseUrl: string;
+	pace: KeyPace;
+}
+
+const services = new WeakMap<object, Map<number, Promise<Service>>>();
+
+/**
+ * The credentials' Base URL, checked and without a trailing slash, and the pace shared by every
+ * request with the same key at that Base URL (found by a digest of both: the key is not kept).
+ * Read once per node run and item.
+ */
+export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service> {
+	let byItem = services.get(ctx);
+	if (!byItem) services.set(ctx, (byItem = new Map()));
+	let service = byItem.get(itemIndex);
+	if (!service) {
+		service = readService(ctx, itemIndex);
+		byItem.set(itemIndex, service);
+		service.catch(() => byItem.delete(itemIndex));
+	}
+	return await service;
+}
+
+async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
+	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
 	let url: URL | undefined;
 	try {
@@ -144,7 +208,13 @@ export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string
 			description: 'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		});
 	}
-	return baseUrl;
+	const identity = createHash('sha256').update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`).digest('hex');
+	return { baseUrl, pace: paceFor(identity) };
+}
+
+/** The credentials' base URL, checked and without a trailing slash. */
+export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string> {
+	return (await serviceOf(ctx, itemIndex)).baseUrl;
 }
 
 /**
@@ -169,8 +239,10 @@ export interface ApiRequestOptions {
 	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
 	idempotencyKey?: string;
 	itemIndex?: number;
-	/** Its place in the node run's pacing (default: the item index). */
+	/** Its place among the node run's places (default: the item index). */
 	priority?: number;
+	/** Which waiting request goes first in the key's pace (default: work). */
+	urgency?: Urgency;
 	retry?: Partial<RetryPolicy>;
 }
 
@@ -187,7 +259,7 @@ export async function apiRequest<T>(
 	path: string,
 	options: ApiRequestOptions = {},
 ): Promise<ApiResponse<T>> {
-	const baseUrl = await getBaseUrl(ctx, options.itemIndex);
+	const { baseUrl, pace } = await serviceOf(ctx, options.itemIndex);
 	const headers: IDataObject = {};
 	if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = options.idempotencyKey;
 	const request: IHttpRequestOptions = {
@@ -206,7 +278,16 @@ export async function apiRequest<T>(
 	const retryable = !(method === 'POST' && path === '/jobs' && options.idempotencyKey === undefined);
 	const response = await sendWithRetries(
 		ctx,
-		{ retryable, lane: method === 'GET' ? 'read' : 'write', target: `the captioning service at ${new URL(baseUrl).origin}`, itemIndex: options.itemIndex, priority: options.priority, retry: options.retry },
+		{
+			retryable,
+			lane: method === 'GET' ? 'read' : 'write',
+			pace,
+			urgency: options.urgency,
+			target: `the captioning service at ${new URL(baseUrl).origin}`,
+			itemIndex: options.itemIndex,
+			priority: options.priority,
+			retry: options.retry,
+		},
 		async () =>
 			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
 				...request,
@@ -227,14 +308,14 @@ export async function apiRequest<T>(
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	options: { itemIndex?: number; priority?: number; pageSize?: (read: number) => number } = {},
+	options: { itemIndex?: number; priority?: number; urgency?: Urgency; pageSize?: (read: number) => number } = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
 	for (;;) {
 		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? 100 };
 		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority });
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency });
 		read += body.data.length;
 		yield body.data;
 		if (!body.has_more || body.data.length === 0) return;

@@ -1,16 +1,41 @@
-// One pacing for every request of a node run, so that a batch slows down together when the service
-// says so, instead of each request hammering on its own:
-// - at most `concurrency` requests are under way at once; a free place goes to the lowest item
-//   (an item's next request before a later item's first, so items finish in order);
-// - a 429 holds back every request of its lane (writes, reads) for its Retry-After; then what the
-//   hold let the service refill goes at once, and the lane keeps a tenth above the rate the
-//   service let through, speeding up slowly until it is told again;
-// - a 503 halves how many requests may be under way, which grows back with each success (by one
-//   in n at n places); the refused request waits its own 5 s without keeping a place.
+// How the requests of this package share the service's limits.
+//
+// The service limits reads per API key and writes per workspace, whichever run sends them: a
+// trigger's burst, a batch's orders, a poll's caption downloads. So every request that carries a
+// key takes its turn from one pace per key and Base URL (`paceFor`), shared by every run of every
+// node of this package in the n8n process:
+// - a 429 holds back the lane (reads, writes) for its Retry-After, for every run; then what the
+//   hold let the service refill goes at once, and the lane keeps a tenth above the rate the service
+//   let through, speeding up slowly until it is told again;
+// - a 503 halves how many requests of the lane may be under way, which grows back with each success;
+// - waiting requests go by urgency, then in the order they came: a trigger's verification read
+//   (someone waits for its answer) before a batch's order, both before a poll's caption downloads.
+// A node run also has places of its own (`RunSlots`, Batching → Concurrency): at most that many of
+// its requests under way, the lowest item first, all refused once the run has stopped.
+// Storage hosts (presigned uploads, captions on another host) are not limited by the service: only
+// a run's places apply to them.
 import { pause } from './sleep';
 
 /** The service limits writes per workspace and reads per key; storage hosts are not limited. */
 export type Lane = 'write' | 'read' | 'storage';
+
+/**
+ * Which waiting request goes first: `answer` is waited for by a caller (a trigger's verification
+ * read, an On Webhook resume), `work` is a run's own (orders, waits, polls), `bulk` is many of one
+ * kind that can wait (caption downloads).
+ */
+export type Urgency = 'answer' | 'work' | 'bulk';
+
+const RANK: Record<Urgency, number> = { answer: 0, work: 1, bulk: 2 };
+
+export const paceLimits = {
+	/** Requests of a lane under way at once per key (fewer after a 503): bounds what one 429 costs. */
+	inFlight: 6,
+	/** A lane with nothing started for this long is quiet: the service has refilled what it allows. */
+	quietMs: 1000,
+	/** The fewest requests a window must have let through before its rate is learned from. */
+	minSample: 3,
+};
 
 /** A request that was not sent because the batch stopped (another item failed). */
 export class BatchStopped extends Error {
@@ -19,33 +44,124 @@ export class BatchStopped extends Error {
 	}
 }
 
+/** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
+export class TurnAborted extends Error {
+	constructor() {
+		super('Not sent: no longer wanted');
+	}
+}
+
+interface Ticket {
+	rank: number;
+	seq: number;
+	resolve: (done: () => void) => void;
+	reject: (error: Error) => void;
+	leave?: () => void;
+}
+
+let tickets = 0;
+
+/** A place in the order of requests: keep it across the attempts of one request. */
+export function ticketNumber(): number {
+	return ++tickets;
+}
+
 class LanePace {
 	/** Milliseconds between request starts; 0 until the service first says 429. */
 	private intervalMs = 0;
 	private next = 0;
 	private holdUntil = 0;
-	private windowStart = Date.now();
+	private windowStart = 0;
 	private sentInWindow = 0;
-	/** Requests that may go at once when a hold ends: what the service refilled meanwhile. */
+	/** Requests that may go at once: what the service refilled during a hold or a quiet moment. */
 	private burst = 0;
+	private lastStart = 0;
+	private inFlight = 0;
+	/** How many may be under way now: paceLimits.inFlight, less after a 503. */
+	private allowed = paceLimits.inFlight;
+	private readonly queue: Ticket[] = [];
+	private draining = false;
+	private wake?: () => void;
 
-	/** Waits for this lane's next turn. */
-	async turn(signal?: AbortSignal): Promise<void> {
-		const now = Date.now();
-		const at = Math.max(now, this.next, this.holdUntil);
+	/** Waits for this lane's turn; resolves with what to call once the answer has come. */
+	async turn(urgency: Urgency, seq: number, signal?: AbortSignal): Promise<() => void> {
+		if (signal?.aborted) throw new TurnAborted();
+		return await new Promise<() => void>((resolve, reject) => {
+			const ticket: Ticket = { rank: RANK[urgency], seq, resolve, reject };
+			if (signal) {
+				const onAbort = () => {
+					const at = this.queue.indexOf(ticket);
+					if (at >= 0) this.queue.splice(at, 1);
+					reject(new TurnAborted());
+				};
+				signal.addEventListener('abort', onAbort, { once: true });
+				ticket.leave = () => signal.removeEventListener('abort', onAbort);
+			}
+			this.queue.push(ticket);
+			if (!this.draining) void this.drain();
+		});
+	}
+
+	private async drain(): Promise<void> {
+		this.draining = true;
+		try {
+			while (this.queue.length > 0) {
+				if (this.inFlight >= Math.max(1, Math.floor(this.allowed))) {
+					await new Promise<void>((resolve) => (this.wake = resolve));
+					continue;
+				}
+				const now = Date.now();
+				const at = Math.max(this.next, this.holdUntil);
+				if (at > now) {
+					await pause(at - now);
+					continue;
+				}
+				let best = 0;
+				for (let i = 1; i < this.queue.length; i++) {
+					const t = this.queue[i];
+					const b = this.queue[best];
+					if (t.rank < b.rank || (t.rank === b.rank && t.seq < b.seq)) best = i;
+				}
+				const [ticket] = this.queue.splice(best, 1);
+				ticket.leave?.();
+				this.start(now);
+				let done = false;
+				ticket.resolve(() => {
+					if (done) return;
+					done = true;
+					this.inFlight -= 1;
+					this.wake?.();
+					this.wake = undefined;
+				});
+			}
+		} finally {
+			this.draining = false;
+		}
+	}
+
+	private start(now: number): void {
+		if (this.inFlight === 0 && now - this.lastStart >= paceLimits.quietMs) {
+			// A quiet lane: the service has refilled (one second of its rate, as it allows a burst of),
+			// and a rate learned from here on counts from a full start.
+			this.windowStart = now;
+			this.sentInWindow = 0;
+			if (this.intervalMs > 0) this.burst = Math.max(this.burst, Math.floor(Math.min(now - this.lastStart, 1000) / (this.intervalMs * 1.1)));
+		}
 		if (this.burst > 0) {
 			this.burst -= 1;
-			this.next = at;
+			this.next = now;
 		} else {
-			this.next = at + this.intervalMs;
+			this.next = now + this.intervalMs;
 		}
-		if (at > now) await pause(at - now, signal);
+		this.lastStart = now;
+		this.inFlight += 1;
 	}
 
 	passed(): void {
 		this.sentInWindow += 1;
 		// About 5% faster per second at 50 requests/s, should the estimate have come out low.
 		this.intervalMs *= 0.999;
+		this.allowed = Math.min(paceLimits.inFlight, this.allowed + 1 / this.allowed);
 	}
 
 	limited(retryAfterMs: number): void {
@@ -57,18 +173,53 @@ class LanePace {
 		// When the hold ends, what it refilled goes at once (a full bucket would waste its refill, and
 		// a batch that ends soon after would leave it unused); then the lane keeps a tenth above that
 		// rate (an estimate that came out low would waste refill too), so the service says 429 again
-		// only every ten seconds or so.
+		// only every ten seconds or so. Too few requests say nothing of the rate (another client of the
+		// key may have used it up): then the lane only holds, and the window goes on.
 		const ms = now - this.windowStart + retryAfterMs;
-		if (this.sentInWindow > 0) {
-			this.intervalMs = ms / this.sentInWindow;
-			this.burst = Math.floor(retryAfterMs / this.intervalMs);
-			this.intervalMs /= 1.1;
-		}
-		this.holdUntil = Math.max(this.holdUntil, now + retryAfterMs);
+		this.holdUntil = now + retryAfterMs;
 		this.next = Math.max(this.next, this.holdUntil);
+		if (this.sentInWindow < paceLimits.minSample) return;
+		this.intervalMs = ms / this.sentInWindow;
+		this.burst = Math.floor(retryAfterMs / this.intervalMs);
+		this.intervalMs /= 1.1;
 		this.windowStart = this.holdUntil;
 		this.sentInWindow = 0;
 	}
+
+	unavailable(): void {
+		this.allowed = Math.max(1, this.allowed / 2);
+	}
+}
+
+/** The pace of one API key at one Base URL: reads and writes. */
+export class KeyPace {
+	private readonly lanes = { read: new LanePace(), write: new LanePace() };
+
+	/** Waits for the lane's turn; resolves with what to call once the answer has come. */
+	async turn(lane: 'read' | 'write', urgency: Urgency, seq: number, signal?: AbortSignal): Promise<() => void> {
+		return await this.lanes[lane].turn(urgency, seq, signal);
+	}
+
+	/** What the service answered: the lane learns from it. */
+	observe(lane: 'read' | 'write', status: number, retryAfterMs: number | undefined): void {
+		if (status >= 200 && status < 300) this.lanes[lane].passed();
+		else if (status === 429) this.lanes[lane].limited(retryAfterMs ?? 1000);
+		else if (status === 503) this.lanes[lane].unavailable();
+	}
+}
+
+/** One pace per key and Base URL in this process, by a digest of both (never the key itself). */
+const paces = new Map<string, KeyPace>();
+
+export function paceFor(identity: string): KeyPace {
+	let pace = paces.get(identity);
+	if (!pace) paces.set(identity, (pace = new KeyPace()));
+	return pace;
+}
+
+/** Forgets what every pace learned (tests that change the service's limits between them). */
+export function forgetPaces(): void {
+	paces.clear();
 }
 
 interface Waiter {
@@ -78,68 +229,51 @@ interface Waiter {
 	reject: (error: Error) => void;
 }
 
-export class Pacer {
+/** A node run's places: Batching → Concurrency, the lowest item first, none once the run stopped. */
+export class RunSlots {
 	private active = 0;
-	/** How many may be under way now: the concurrency, less after a 503. */
-	private allowed: number;
 	private readonly waiters: Waiter[] = [];
 	private seq = 0;
-	private stopped = false;
-	private readonly lanes: Record<Lane, LanePace> = { write: new LanePace(), read: new LanePace(), storage: new LanePace() };
+	private readonly stopping = new AbortController();
 
-	constructor(readonly concurrency: number) {
-		this.allowed = concurrency;
+	constructor(readonly concurrency: number) {}
+
+	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
+	get stopSignal(): AbortSignal {
+		return this.stopping.signal;
 	}
 
-	/** Waits for a place (lowest priority first) and the lane's turn; resolves with the release. */
-	async acquire(priority: number, lane: Lane, signal?: AbortSignal): Promise<() => void> {
+	get stopped(): boolean {
+		return this.stopping.signal.aborted;
+	}
+
+	/** Waits for a place (lowest priority first); resolves with the release. */
+	async acquire(priority: number, signal?: AbortSignal): Promise<() => void> {
 		if (this.stopped) throw new BatchStopped();
-		if (signal?.aborted) throw new Error('The execution was cancelled');
-		if (this.active < Math.floor(this.allowed) && this.waiters.length === 0) {
+		if (signal?.aborted) throw new TurnAborted();
+		if (this.active < this.concurrency && this.waiters.length === 0) {
 			this.active += 1;
 		} else {
-			await new Promise<void>((resolve, reject) => {
-				this.waiters.push({ priority, seq: this.seq++, resolve, reject });
-			});
+			await new Promise<void>((resolve, reject) => this.waiters.push({ priority, seq: this.seq++, resolve, reject }));
 		}
 		let released = false;
-		const release = () => {
+		return () => {
 			if (released) return;
 			released = true;
 			this.active -= 1;
 			this.grant();
 		};
-		let turned = false;
-		try {
-			await this.lanes[lane].turn(signal);
-			if (this.stopped) throw new BatchStopped();
-			turned = true;
-		} finally {
-			if (!turned) release();
-		}
-		return release;
-	}
-
-	/** What the service answered: pacing learns from it. */
-	observe(lane: Lane, status: number | undefined, retryAfterMs: number | undefined): void {
-		if (status !== undefined && status >= 200 && status < 300) {
-			this.lanes[lane].passed();
-			this.allowed = Math.min(this.concurrency, this.allowed + 1 / this.allowed);
-		} else if (status === 429) {
-			this.lanes[lane].limited(retryAfterMs ?? 1000);
-		} else if (status === 503) {
-			this.allowed = Math.max(1, this.allowed / 2);
-		}
 	}
 
 	/** Refuses every request not yet sent; requests under way finish. */
 	stop(): void {
-		this.stopped = true;
+		if (this.stopped) return;
+		this.stopping.abort();
 		for (const waiter of this.waiters.splice(0)) waiter.reject(new BatchStopped());
 	}
 
 	private grant(): void {
-		while (this.waiters.length > 0 && this.active < Math.max(1, Math.floor(this.allowed))) {
+		while (this.waiters.length > 0 && this.active < this.concurrency) {
 			let best = 0;
 			for (let i = 1; i < this.waiters.length; i++) {
 				const w = this.waiters[i];
@@ -153,13 +287,13 @@ export class Pacer {
 	}
 }
 
-const pacers = new WeakMap<object, Pacer>();
+const runs = new WeakMap<object, RunSlots>();
 
-/** Makes every request sent through `ctx` (one node run) share this pacing. */
-export function usePacer(ctx: object, pacer: Pacer): void {
-	pacers.set(ctx, pacer);
+/** Makes every request sent through `ctx` (one node run) share these places. */
+export function useRunSlots(ctx: object, slots: RunSlots): void {
+	runs.set(ctx, slots);
 }
 
-export function pacerOf(ctx: object): Pacer | undefined {
-	return pacers.get(ctx);
+export function runSlotsOf(ctx: object): RunSlots | undefined {
+	return runs.get(ctx);
 }
