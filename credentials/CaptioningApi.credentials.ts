@@ -1,8 +1,9 @@
 import type {
-	IAuthenticateGeneric,
+	ICredentialDataDecryptedObject,
 	Icon,
 	ICredentialTestRequest,
 	ICredentialType,
+	IHttpRequestOptions,
 	INodeProperties,
 } from 'n8n-workflow';
 
@@ -37,14 +38,15 @@ export class CaptioningApi implements ICredentialType {
 		},
 	];
 
-	authenticate: IAuthenticateGeneric = {
-		type: 'generic',
-		properties: {
-			headers: {
-				Authorization: '=Bearer {{$credentials.apiKey}}',
-			},
-		},
-	};
+	/**
+	 * Adds `Authorization: Bearer <key>`. A function rather than the generic
+	 * `'=Bearer {{$credentials.apiKey}}'`: n8n resolves a generic definition with the workflow's
+	 * expression engine at every request, and in n8n 2.41.1 a poll that overlaps another loses that
+	 * engine when the other ends (CONTRIBUTING, "n8n's faults"); a function needs none.
+	 */
+	async authenticate(credentials: ICredentialDataDecryptedObject, requestOptions: IHttpRequestOptions): Promise<IHttpRequestOptions> {
+		return { ...requestOptions, headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.apiKey ?? '')}` } };
+	}
 
 	/**
 	 * Reads the account. Error statuses are let through (ignoreHttpStatusErrors) so that the rules

@@ -2,11 +2,12 @@ import type { IDataObject, INodeExecutionData, INodeType, INodeTypeDescription, 
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import type { EventType } from '../Captioning/helpers/events';
-import { attachCaptionsFields, EVENT_OF_STATUS, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
+import { attachCaptionsFields, attachSettings, EVENT_OF_STATUS, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
 import type { Job } from '../Captioning/helpers/types';
 import { jobPages } from '../Captioning/transport';
 import type { PollState } from './poll';
-import { finishedSince, firstState, pollLimits, REMEMBERED_REPORTS } from './poll';
+import { finishedSince, firstState, REMEMBERED_REPORTS } from './poll';
+import { reportBudgetMs, takeTurn } from './schedule';
 import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
 import { metadataFilterFields, metadataMatches } from '../Captioning/helpers/filters';
 import { RunSlots, useRunSlots } from '../Captioning/transport/pacing';
@@ -47,13 +48,18 @@ export class CaptioningPollingTrigger implements INodeType {
 	};
 
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
+		// Every parameter is read before the first request: in n8n 2.41.1 an overlapping poll may free
+		// the expression isolate while this one runs (see schedule.ts), and a parameter set by an
+		// expression needs it. (The credentials authenticate without one.)
 		const events = this.getNodeParameter('events', []) as EventType[];
 		const filters = this.getNodeParameter('filters', {}) as IDataObject;
+		const attach = attachSettings(this);
+		const pollTimes = this.getNodeParameter('pollTimes', {}) as IDataObject;
 		const wanted = (job: Job) => {
 			const type = EVENT_OF_STATUS[job.status];
 			return type !== undefined && events.includes(type) && metadataMatches(job, filters);
 		};
-		const item = async (job: Job) => await jobEventItem(this, job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true });
+		const item = async (job: Job) => await jobEventItem(this, job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true }, { attach });
 
 		if (this.getMode() === 'manual') {
 			// Fetch Test Event: the latest finished job that fits, so the workflow can be built now.
@@ -80,12 +86,12 @@ export class CaptioningPollingTrigger implements INodeType {
 			Object.assign(staticData, await firstState(this));
 			return null;
 		}
-		// n8n starts each scheduled poll whether or not the last one still runs, from the same memory
-		// (one object per active workflow): a poll that finds another under way leaves it the work.
-		const started = Date.now();
-		if (staticData.pollingUntil !== undefined && started < staticData.pollingUntil) return null;
-		staticData.pollingUntil = started + pollLimits.leaseMs;
+		// One poll at a time: one still under way wraps up and this one goes on from there.
+		const turn = await takeTurn(staticData);
+		if (!turn) return null;
 		try {
+			const started = Date.now();
+			const until = started + reportBudgetMs(staticData, pollTimes);
 			// Caption downloads: a few at a time, in the key's pace with every other run's requests.
 			useRunSlots(this, new RunSlots(DEFAULT_CONCURRENCY));
 			const { finished, next } = await finishedSince(this, staticData);
@@ -95,9 +101,9 @@ export class CaptioningPollingTrigger implements INodeType {
 			let failure: Error | undefined;
 			let cursor = 0;
 			const report = async () => {
-				// A flood is reported in parts: past the budget, what is left waits for the next poll
-				// (each poll reports one job per lane at least, so every poll gets on).
-				while (cursor < due.length && (cursor < DEFAULT_CONCURRENCY || Date.now() - started < pollLimits.budgetMs)) {
+				// Until shortly before the next poll is due (or a newer poll waits): what is left then
+				// goes to the next poll. Each poll reports one job per place at least, so every poll gets on.
+				while (cursor < due.length && (cursor < DEFAULT_CONCURRENCY || (Date.now() < until && !turn.wrappingUp))) {
 					const n = cursor++;
 					const job = due[n];
 					try {
@@ -119,7 +125,7 @@ export class CaptioningPollingTrigger implements INodeType {
 			}
 			return emitted.length ? [emitted] : null;
 		} finally {
-			delete staticData.pollingUntil;
+			turn.end();
 		}
 	}
 }

@@ -21,13 +21,6 @@ import { apiRequest, jobPages, segment } from '../Captioning/transport';
 /** How many reported jobs are remembered (a net for a cursor that n8n saved before a restart). */
 export const REMEMBERED_REPORTS = 1000;
 
-/**
- * How long one poll reports before it leaves the rest to the next (downloads of a flood's captions
- * under the service's read limit can outlast the interval), and how long another poll of the same
- * node counts it as still under way (a bound, should a poll never end).
- */
-export const pollLimits = { budgetMs: 20000, leaseMs: 5 * 60000 };
-
 export interface PollState {
 	/** Set by the first poll (at activation): events are reported from then on, not before. */
 	started?: boolean;
@@ -37,8 +30,6 @@ export interface PollState {
 	open?: Record<string, string>;
 	/** `<job id> <status>` of the jobs reported, the latest REMEMBERED_REPORTS. */
 	reported?: string[];
-	/** While a poll runs: until when another poll of this node leaves it alone (ms since epoch). */
-	pollingUntil?: number;
 }
 
 const at = (time: string) => Date.parse(time);

@@ -8,6 +8,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
+import type { AttachSettings } from '../Captioning/helpers/triggers';
 import { attachCaptionsFields, attachSettings, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
 import type { Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
@@ -97,8 +98,9 @@ export class CaptioningTrigger implements INodeType {
 		}
 		// Attach Captions as set, checked before the event is claimed: a setting that cannot work is
 		// answered 500, so the service delivers the event again once it is fixed.
+		let attach: AttachSettings;
 		try {
-			attachSettings(this);
+			attach = attachSettings(this);
 		} catch (error) {
 			return respond(this, 500, { error: (error as Error).message });
 		}
@@ -110,7 +112,8 @@ export class CaptioningTrigger implements INodeType {
 				// Answered: now the captions (paced with every other read of the key, retried). A download
 				// that finally fails still starts the workflow, with captions_error: the service will not
 				// send this event again, and a redelivery of it stays a duplicate.
-				const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified: this.getNodeParameter('verify', true) as boolean }, true);
+				const verified = this.getNodeParameter('verify', true) as boolean;
+				const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified }, { attach, settle: true });
 				return { noWebhookResponse: true, workflowData: [[item]] };
 			}
 			if (claim === 'replay') {

@@ -56,8 +56,14 @@ async function pressTest(apiKey: string, baseUrl = sb.baseUrl): Promise<{ status
 	return { status: 'OK', message: 'Connection successful!' };
 }
 
-test('authenticate sends Authorization: Bearer <key>', () => {
-	expect(credential.authenticate).toEqual({ type: 'generic', properties: { headers: { Authorization: '=Bearer {{$credentials.apiKey}}' } } });
+test('authenticate adds Authorization: Bearer <key> without an expression, keeping the other headers', async () => {
+	const authenticate = credential.authenticate as (c: object, o: object) => Promise<{ headers: object }>;
+	expect(typeof authenticate).toBe('function');
+	const headers = { 'Idempotency-Key': 'k1' };
+	const out = await authenticate({ apiKey: 'sk_abc', baseUrl: 'https://api.example.com/v1' }, { url: 'https://api.example.com/v1/account', headers });
+	expect(out).toEqual({ url: 'https://api.example.com/v1/account', headers: { 'Idempotency-Key': 'k1', Authorization: 'Bearer sk_abc' } });
+	// The caller's own headers object is left as it was.
+	expect(headers).toEqual({ 'Idempotency-Key': 'k1' });
 });
 
 test('a good key passes, a full and a read-only one alike', async () => {

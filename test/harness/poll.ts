@@ -3,7 +3,10 @@
 // returns items emits an execution and saves static data; one that returns nothing saves nothing.
 // A restart (or deactivate/activate) loads the static data as last saved and activates again.
 import { PollContext } from 'n8n-core';
-import type { ICredentialDataDecryptedObject, IDataObject, INode, INodeExecutionData, INodeType, WorkflowActivateMode, WorkflowExecuteMode } from 'n8n-workflow';
+// The Poll Times parameter n8n's node loader adds to every polling node (not exported from the package root).
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { commonPollingParameters } = require('n8n-core/dist/nodes-loader/constants') as { commonPollingParameters: INodeProperties[] };
+import type { ICredentialDataDecryptedObject, IDataObject, INode, INodeExecutionData, INodeProperties, INodeType, WorkflowActivateMode, WorkflowExecuteMode } from 'n8n-workflow';
 import { Workflow } from 'n8n-workflow';
 
 import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './n8n';
@@ -41,7 +44,9 @@ export async function pollTrigger(options: {
 		parameters: { pollTimes: { item: [{ mode: 'everyMinute' }] }, ...options.parameters } as INode['parameters'],
 		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
 	};
-	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: options.nodeType });
+	// As n8n loads a polling node: Poll Times first among its parameters.
+	const nodeType = { ...options.nodeType, poll: options.nodeType.poll, description: { ...options.nodeType.description, properties: [...commonPollingParameters, ...options.nodeType.description.properties] } } as INodeType;
+	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: nodeType });
 	const workflowId = `polling-workflow-${++counter}`;
 	let savedStaticData: IDataObject = {};
 	const load = () =>

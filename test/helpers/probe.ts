@@ -1,9 +1,10 @@
 // A test-only node that calls the transport with its parameters, so the transport runs inside
 // n8n's real execution context (real request helpers, real credential authentication).
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription, JsonObject } from 'n8n-workflow';
+import { ExpressionError, NodeApiError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
-import { apiRequest, listJobs } from '../../nodes/Captioning/transport';
+import { apiRequest, listJobs, sendWithRetries } from '../../nodes/Captioning/transport';
 import { downloadFile, putUploadBytes } from '../../nodes/Captioning/transport/files';
 import type { RetryPolicy } from '../../nodes/Captioning/transport';
 
@@ -49,6 +50,19 @@ export const probe: INodeType = {
 					retry,
 				});
 				return [[{ json: { ok: true } }]];
+			}
+			case 'inside': {
+				// What n8n 2.41.1's httpRequestWithAuthentication throws when the workflow's expression
+				// isolate was freed under the request (authentication could not be resolved): its error,
+				// wrapped as n8n wraps every failure, before anything was sent.
+				let attempts = 0;
+				await sendWithRetries(this, { retryable: true, lane: 'read', target: 'the captioning service', retry }, async () => {
+					attempts += 1;
+					throw new NodeApiError(this.getNode(), new ExpressionError('No bridge acquired for this context. Call acquire() first.') as unknown as JsonObject);
+				}).catch((error: Error) => {
+					throw Object.assign(error, { attempts });
+				});
+				return [[{ json: {} }]];
 			}
 			case 'download': {
 				const d = await downloadFile(this, p.url as string, { itemIndex: 0, retry });

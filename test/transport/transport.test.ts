@@ -98,6 +98,15 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
+	test('a request that fails inside n8n before it leaves is named so, and not tried again', async () => {
+		const { error } = await runProbe({ op: 'inside' });
+		expect(error).toMatchObject({ name: 'NodeApiError' });
+		expect(error!.message).toBe('n8n did not send the request to the captioning service: No bridge acquired for this context. Call acquire() first.');
+		expect(error!.description).toMatch(/failed inside n8n before it left, so this is not a network problem and it was not tried again/);
+		expect(error!.context.code).toBe('not_sent');
+		expect((error as unknown as { attempts: number }).attempts).toBe(1);
+	});
+
 	test('a base URL without /v1 is refused before any request', async () => {
 		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' }, sb.keys.full, sb.baseUrl.replace(/\/v1$/, ''));
 		expect(error!.message).toMatch(/Base URL .* is not valid/);

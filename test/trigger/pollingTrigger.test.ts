@@ -4,7 +4,7 @@
 import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
-import { pollLimits } from '../../nodes/CaptioningPollingTrigger/poll';
+import { pollLimits, reportBudgetMs, scheduledIntervalMs } from '../../nodes/CaptioningPollingTrigger/schedule';
 import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/helpers/batch';
 import { binaryDataService } from '../harness/n8n';
 import type { PolledTrigger } from '../harness/poll';
@@ -255,29 +255,48 @@ describe('what a poll costs', () => {
 });
 
 describe('floods: polls that overlap or run long', () => {
+	const limits = { ...pollLimits };
 	afterEach(() => {
-		pollLimits.budgetMs = 20000;
+		Object.assign(pollLimits, limits);
 		sb.setLatency(0);
 	});
 
-	test('a poll that starts while another still runs reads nothing and reports nothing; each job is reported once', async () => {
+	test('a poll that starts while another still runs: the running one wraps up and reports what it has, the new one takes over when it has ended; each job once', async () => {
 		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
 		await t.activate();
-		const ids = await Promise.all(Array.from({ length: 8 }, async () => await orderDirectly(sb)));
+		const ids = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
+		for (const id of ids) sb.completeJob(id);
+		sb.setLatency(60);
+		let firstEnded = 0;
+		const first = t.poll().then((items) => ((firstEnded = Date.now()), items));
+		while (sb.ledger.captionDownloads.length < 2) await new Promise((r) => setTimeout(r, 10));
+		// n8n's next scheduled poll, while the first is downloading captions.
+		const secondStarted = Date.now();
+		const second = await t.poll();
+		const firstItems = (await first)!;
+		expect(firstItems.length).toBeGreaterThanOrEqual(DEFAULT_CONCURRENCY);
+		expect(firstItems.length).toBeLessThan(12);
+		expect(firstItems.length + second!.length).toBe(12);
+		expect(await t.poll()).toBeNull();
+		expect(reportedIds(t).sort()).toEqual([...ids].sort());
+		// The new poll read nothing while the first ran: its first read (the job list) came after it ended.
+		const lists = reads().filter((r) => r.route === 'GET /jobs' && r.at >= secondStarted);
+		expect(lists.length).toBeGreaterThan(0);
+		expect(Math.min(...lists.map((r) => r.at))).toBeGreaterThanOrEqual(firstEnded - 5);
+	});
+
+	test('a third poll while one runs and one waits leaves it to the waiting one', async () => {
+		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const ids = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
 		for (const id of ids) sb.completeJob(id);
 		sb.setLatency(60);
 		const first = t.poll();
-		await new Promise((r) => setTimeout(r, 150));
-		const readsBefore = reads().length;
-		// n8n's next scheduled poll, while the first is still downloading captions.
+		while (sb.ledger.captionDownloads.length < 2) await new Promise((r) => setTimeout(r, 10));
+		const second = t.poll();
 		expect(await t.poll()).toBeNull();
-		const overlapped = reads().length - readsBefore;
-		expect((await first)!.map((i) => i.json.id).sort()).toEqual([...ids].sort());
-		expect(await t.poll()).toBeNull();
+		expect((await first)!.length + (await second)!.length).toBe(12);
 		expect(reportedIds(t).sort()).toEqual([...ids].sort());
-		// The overlapping poll sent nothing itself (what arrived meanwhile was the first poll's).
-		expect(overlapped).toBeLessThanOrEqual(DEFAULT_CONCURRENCY);
-		expect(t.saved().pollingUntil).toBeUndefined();
 	});
 
 	test('past its time budget a poll reports what it has and leaves the rest to the next; each job once, in the order they finished', async () => {
@@ -286,8 +305,9 @@ describe('floods: polls that overlap or run long', () => {
 		const ids: string[] = [];
 		for (let n = 0; n < 12; n++) ids.push(await orderDirectly(sb));
 		for (const id of ids) sb.completeJob(id);
-		// A budget spent before the first download: each poll still reports one job per lane (4).
-		pollLimits.budgetMs = 1;
+		// A budget spent before the first download: each poll still reports one job per place (4).
+		pollLimits.minBudgetMs = 1;
+		pollLimits.maxBudgetMs = 1;
 		const polls: number[] = [];
 		for (let n = 0; n < 6 && reportedIds(t).length < 12; n++) polls.push((await t.poll())?.length ?? 0);
 		expect(polls).toEqual([DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY]);
@@ -297,7 +317,45 @@ describe('floods: polls that overlap or run long', () => {
 		const more: string[] = [];
 		for (let n = 0; n < 12; n++) more.push(await orderDirectly(sb));
 		for (const id of more) sb.completeJob(id);
-		pollLimits.budgetMs = 20000;
+		Object.assign(pollLimits, limits);
 		expect((await t.poll())!.map((i) => i.json.id)).toEqual(more);
+	});
+
+	test('a poll reports until shortly before the next is due (Poll Times every 3 s), the next one reports the rest', async () => {
+		const every3s = { item: Array.from({ length: 20 }, (_, n) => ({ mode: 'custom', cronExpression: `${n * 3} * * * * *` })) };
+		const t = await trigger({ pollTimes: every3s, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const ids: string[] = [];
+		for (let n = 0; n < 100; n++) ids.push(await orderDirectly(sb));
+		for (const id of ids) sb.completeJob(id);
+		// 100 downloads of 100 ms, four at a time: about 2.5 s, more than the 2 s a poll has.
+		sb.setLatency(100);
+		const started = Date.now();
+		const first = (await t.poll())!;
+		const took = Date.now() - started;
+		expect(took).toBeLessThan(3000 - pollLimits.marginMs + 400);
+		expect(first.length).toBeLessThan(100);
+		const second = (await t.poll())!;
+		expect(first.length + second.length).toBe(100);
+		expect(reportedIds(t).sort()).toEqual([...ids].sort());
+	});
+});
+
+describe('the interval a poll plans with', () => {
+	test('from Poll Times: one entry, or custom crons at seconds of their own; several of n8n\'s own modes say nothing', () => {
+		expect(scheduledIntervalMs({ item: [{ mode: 'everyMinute' }] })).toBe(60000);
+		expect(scheduledIntervalMs({ item: [{ mode: 'everyX', value: 5, unit: 'minutes' }] })).toBe(300000);
+		expect(scheduledIntervalMs({ item: [{ mode: 'everyX', value: 2, unit: 'hours' }] })).toBe(7200000);
+		expect(scheduledIntervalMs({ item: [{ mode: 'custom', cronExpression: '*/15 * * * *' }] })).toBe(900000);
+		expect(scheduledIntervalMs({ item: [0, 10, 20, 30, 40, 50].map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) })).toBe(10000);
+		expect(scheduledIntervalMs({ item: [0, 20, 40].map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) })).toBe(20000);
+		expect(scheduledIntervalMs({ item: [{ mode: 'everyMinute' }, { mode: 'everyMinute' }] })).toBeUndefined();
+		expect(scheduledIntervalMs({ item: [{ mode: 'custom', cronExpression: '0 9 * * 1-5' }] })).toBeUndefined();
+	});
+
+	test('the budget: the interval less a second, within bounds; without Poll Times to go by, the latest polls\' spacing', () => {
+		expect(reportBudgetMs({}, { item: [{ mode: 'everyMinute' }] })).toBe(59000);
+		expect(reportBudgetMs({}, { item: [{ mode: 'everyDay' }] })).toBe(pollLimits.maxBudgetMs);
+		expect(reportBudgetMs({}, { item: [{ mode: 'everyMinute' }, { mode: 'everyMinute' }] })).toBe(pollLimits.defaultIntervalMs - pollLimits.marginMs);
 	});
 });

@@ -60,23 +60,25 @@ function captionsError(failed: Array<{ format: string; error: Error }>): string 
 	return `The captions could not be downloaded (${causes}). The job is completed: Job → Get Captions can fetch them later.`;
 }
 
+export type AttachSettings = ReturnType<typeof attachSettings>;
+
 /**
  * The item a job event starts the workflow with: the job, what the event said of it, and whether
- * it was read from the API. With Attach Captions, a completed job's files come along. `settle`
- * (the webhook trigger, which has answered the service already): a download that fails does not
- * fail the item, which comes with `captions_error` instead, so that the event is not lost.
+ * it was read from the API. With Attach Captions (`attach`, as read before the first request), a
+ * completed job's files come along. `settle` (the webhook trigger, which has answered the service
+ * already): a download that fails does not fail the item, which comes with `captions_error`
+ * instead, so that the event is not lost.
  */
 export async function jobEventItem(
 	ctx: IWebhookFunctions | IPollFunctions,
 	job: Job,
 	event: { id: string | null; type: EventType; createdAt: string | null; verified: boolean },
-	settle = false,
+	{ attach, settle = false }: { attach: AttachSettings; settle?: boolean },
 ): Promise<INodeExecutionData> {
 	const item: INodeExecutionData = {
 		json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.createdAt, verified: event.verified },
 	};
-	const attach = event.type === 'job.completed' ? attachSettings(ctx) : undefined;
-	if (!attach) return item;
+	if (!attach || event.type !== 'job.completed') return item;
 	if (!settle) {
 		const { binary, json } = await captionOutputs(ctx, 0, job, attach.formats, attach.field, attach.as);
 		Object.assign(item.json, json);
