@@ -6,12 +6,12 @@
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { activateBurstWorkflows, fireBurst, importBurstWorkflows } from './burst';
+import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from './burst';
 import type { N8n } from './n8n';
 import { createN8n, installN8n } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
-const BURST = 150;
+const BURST = BURST_EVENTS;
 
 describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) => {
 	let n8n: N8n;

@@ -8,6 +8,8 @@ import { executionsApi } from './executions';
 import type { N8n } from './n8n';
 import { tempJson } from './n8n';
 
+/** Jobs that finish within two seconds in a burst (what a batch of videos finishing together sends). */
+export const BURST_EVENTS = 150;
 export const BURST_TRIGGER_WORKFLOW = 'wfBurstTrigger01';
 export const BURST_WEBHOOK_WORKFLOW = 'wfBurstWebhook01';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
