@@ -14,6 +14,7 @@ import type { Job } from '../Captioning/helpers/types';
 import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
 import { backsUp, eventProblem, eventRead, respond } from '../Captioning/helpers/events';
 import { asTry, claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches, tryUnderWay } from './events';
+import { afterAnswers, arrived } from './answers';
 import { readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
@@ -22,7 +23,10 @@ export class CaptioningTrigger implements INodeType {
 		name: 'captioningTrigger',
 		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
 		group: ['trigger'],
-		version: 1,
+		// Version 2 from the start: n8n 2.41.1 evaluates the old Webhook node's
+		// `$parameter["options"]["binaryData"]` for every delivery to a webhook node of version 1, which
+		// costs an expression isolate per delivery (CONTRIBUTING, "n8n's faults").
+		version: 2,
 		subtitle: '={{$parameter["events"].join(", ")}}',
 		description: 'Starts the workflow when a caption job completes or is cancelled',
 		defaults: { name: 'Captioning Trigger' },
@@ -83,48 +87,60 @@ export class CaptioningTrigger implements INodeType {
 	};
 
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		const token = this.getNodeParameter('token', '') as string;
-		if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
-			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
-		}
-		const body = this.getBodyData();
-		const problem = eventProblem(body);
-		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
-		const event = body as unknown as CaptioningEvent;
-
-		const events = this.getNodeParameter('events', []) as EventType[];
-		if (!events.includes(event.type)) {
-			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
-		}
-		// Attach Captions as set, checked before the event is claimed: a setting that cannot work is
-		// answered 500, so the service delivers the event again once it is fixed.
-		let attach: AttachSettings;
+		const answered = arrived();
 		try {
-			attach = attachSettings(this);
-		} catch (error) {
-			return respond(this, 500, { error: (error as Error).message });
+			return await handleDelivery.call(this, answered);
+		} finally {
+			answered();
 		}
-		for (;;) {
-			const claim = claimEvent(this, event);
-			if (claim === 'new') {
-				const job = await asTry(this, event, async () => await acceptEvent(this, event));
-				if (!job) return { noWebhookResponse: true };
-				// Answered: now the captions (paced with every other read of the key, retried). A download
-				// that finally fails still starts the workflow, with captions_error: the service will not
-				// send this event again, and a redelivery of it stays a duplicate.
-				const verified = this.getNodeParameter('verify', true) as boolean;
-				const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified }, { attach, settle: true });
-				return { noWebhookResponse: true, workflowData: [[item]] };
-			}
-			if (claim === 'replay') {
-				return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
-			}
-			// This very event was received before: if its first try is still under way, its outcome
-			// decides (accepted: this is a duplicate; refused or failed: its claim was given back, take it here).
-			const first = tryUnderWay(this, event);
-			if (!first) return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
-			await first;
+	}
+}
+
+/** A delivery of an event, answered as it deserves; `answered` is told once it has been. */
+async function handleDelivery(this: IWebhookFunctions, answered: () => void): Promise<IWebhookResponseData> {
+	const token = this.getNodeParameter('token', '') as string;
+	if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
+		return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
+	}
+	const body = this.getBodyData();
+	const problem = eventProblem(body);
+	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
+	const event = body as unknown as CaptioningEvent;
+
+	const events = this.getNodeParameter('events', []) as EventType[];
+	if (!events.includes(event.type)) {
+		return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
+	}
+	// Attach Captions as set, checked before the event is claimed: a setting that cannot work is
+	// answered 500, so the service delivers the event again once it is fixed.
+	let attach: AttachSettings;
+	try {
+		attach = attachSettings(this);
+	} catch (error) {
+		return respond(this, 500, { error: (error as Error).message });
+	}
+	for (;;) {
+		const claim = claimEvent(this, event);
+		if (claim === 'new') {
+			const job = await asTry(this, event, async () => await acceptEvent(this, event));
+			answered();
+			if (!job) return { noWebhookResponse: true };
+			await afterAnswers();
+			// Answered: now the captions (paced with every other read of the key, retried). A download
+			// that finally fails still starts the workflow, with captions_error: the service will not
+			// send this event again, and a redelivery of it stays a duplicate.
+			const verified = this.getNodeParameter('verify', true) as boolean;
+			const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified }, { attach, settle: true });
+			return { noWebhookResponse: true, workflowData: [[item]] };
 		}
+		if (claim === 'replay') {
+			return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
+		}
+		// This very event was received before: if its first try is still under way, its outcome
+		// decides (accepted: this is a duplicate; refused or failed: its claim was given back, take it here).
+		const first = tryUnderWay(this, event);
+		if (!first) return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+		await first;
 	}
 }
 

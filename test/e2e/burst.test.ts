@@ -1,28 +1,42 @@
 // The Captioning Trigger under a burst, in real n8n (npm run test:e2e): 150 jobs finish within two
 // seconds, the service delivers each event twice and allows 10 reads a second. Every job must start
-// one execution, every event be answered 200 (none refused), and the read-backs be shared (a read per five
-// events at most). The answer times are printed; the bench compares them with n8n's own Webhook
-// node (test/e2e/burst.ts). Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5).
+// one execution, every event be answered 200 (none refused), and the read-backs be shared (a read per
+// five events at most). With Attach Captions (SRT, a file per job, as the templates do) the events
+// are answered before the captions are downloaded: no first try may reach the sender's 10 s, every
+// SRT file must equal the service's, and few reads may meet the read limit (the downloads share the
+// key's pace). A download that fails after the answer still starts the workflow, with captions_error,
+// and the event's redelivery starts nothing. The answer times are printed; the bench compares them
+// with n8n's own Webhook node (test/e2e/burst.ts). Versions: N8N_E2E_VERSIONS (default 2.41.1 and
+// 1.122.5).
+import { existsSync, readFileSync } from 'node:fs';
+
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from './burst';
+import type { BurstResult } from './burst';
+import { activateBurstWorkflows, BURST_CAPTIONS_WORKFLOW, BURST_EVENTS, burstUrl, fireBurst, importBurstWorkflows, srtPath } from './burst';
+import { executionsApi } from './executions';
 import type { N8n } from './n8n';
-import { createN8n, installN8n } from './n8n';
+import { createN8n, installN8n, tempFolder } from './n8n';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const BURST = BURST_EVENTS;
 
+const answers = (burst: BurstResult) =>
+	burst.deliveries.reduce<Record<string, number>>((acc, d) => ({ ...acc, [String(d.status ?? d.error)]: (acc[String(d.status ?? d.error)] ?? 0) + 1 }), {});
+
 describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
+	const captionsTo = tempFolder('captioning-burst-srt-');
+	const { executions, runDataOf, waitFor } = executionsApi(() => n8n);
 
 	beforeAll(async () => {
 		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
-		n8n = await createN8n(await installN8n(version));
-		await importBurstWorkflows(n8n, sb);
+		n8n = await createN8n(await installN8n(version), [captionsTo]);
+		await importBurstWorkflows(n8n, sb, captionsTo);
 		await n8n.start();
-		await activateBurstWorkflows(n8n);
+		await activateBurstWorkflows(n8n, true);
 	}, 40 * 60 * 1000);
 
 	afterAll(async () => {
@@ -32,8 +46,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 
 	test(`${BURST} events in 2 s, each delivered twice, 10 reads/s: one execution per job, every event answered 200, a read per five events at most`, async () => {
 		const burst = await fireBurst(n8n, sb, 'trigger', BURST);
-		const byStatus = burst.deliveries.reduce<Record<string, number>>((acc, d) => ({ ...acc, [String(d.status ?? d.error)]: (acc[String(d.status ?? d.error)] ?? 0) + 1 }), {});
-		console.log(`n8n ${version}: ${BURST} events, each twice: ${burst.reads} reads (${burst.refused} answered 429), answers ${JSON.stringify(byStatus)}, p95 answer ${burst.p95Ms} ms, all executions after ${burst.totalMs} ms`);
+		console.log(`n8n ${version}: ${BURST} events, each twice: ${burst.reads} reads (${burst.refused} answered 429), answers ${JSON.stringify(answers(burst))}, p95 answer ${burst.p95Ms} ms, all executions after ${burst.totalMs} ms`);
 		expect(burst.executions).toBe(BURST);
 		expect(burst.deliveries.filter((d) => d.attempt === 1)).toHaveLength(2 * BURST);
 		// Each event answered 200 at least once (a try n8n took longer than the sender's 10 s to answer
@@ -43,4 +56,51 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		expect(burst.deliveries.filter((d) => d.status !== null && d.status !== 200)).toEqual([]);
 		expect(burst.reads).toBeLessThanOrEqual(BURST / 5);
 	}, 600000);
+
+	test(`${BURST} events with Attach Captions (SRT): answered before the downloads, none past the sender's 10 s, every SRT equal to the service's, few reads refused`, async () => {
+		const burst = await fireBurst(n8n, sb, 'triggerCaptions', BURST);
+		console.log(
+			`n8n ${version}: ${BURST} events with captions, each twice: answers ${JSON.stringify(answers(burst))}, p95 answer ${burst.p95Ms} ms, ${burst.senderTimeouts} first tries past 10 s; ${burst.allReads} reads (${burst.allRefused} answered 429, ${((100 * burst.allRefused) / burst.allReads).toFixed(1)}%), all executions after ${burst.totalMs} ms`,
+		);
+		expect(burst.executions).toBe(BURST);
+		expect(burst.senderTimeouts).toBe(0);
+		expect(burst.deliveries.filter((d) => d.attempt > 1)).toEqual([]);
+		expect(burst.allRefused / burst.allReads).toBeLessThanOrEqual(0.1);
+		for (const id of burst.ids) {
+			const res = await fetch(`${sb.baseUrl}/jobs/${id}/captions.srt`, { headers: { authorization: `Bearer ${sb.keys.full}` } });
+			expect(readFileSync(srtPath(captionsTo, id), 'utf8')).toBe(await res.text());
+		}
+	}, 600000);
+
+	test('a caption download that fails after the answer: the execution comes with captions_error, the redelivery starts nothing', async () => {
+		const before = (await executions(BURST_CAPTIONS_WORKFLOW)).length;
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ media_url: 'https://media.example.com/burst-failing-captions.mp4', webhook_url: burstUrl(n8n, 'triggerCaptions') }),
+		});
+		const { id } = (await res.json()) as { id: string };
+		sb.resetLedger();
+		// The service delivers the event twice; the captions link answers 404 (not tried again).
+		sb.setWebhook({ duplicate: true, attempts: 3 });
+		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'No captions of this format exist for this job.' });
+		try {
+			sb.completeJob(id);
+			await sb.settleDeliveries();
+		} finally {
+			sb.setWebhook({ duplicate: false });
+		}
+		const deliveries = sb.ledger.deliveries.filter((d) => d.jobId === id);
+		expect(deliveries.map((d) => d.status)).toEqual([200, 200]);
+		const run = await waitFor('the execution', async () => {
+			const list = await executions(BURST_CAPTIONS_WORKFLOW);
+			return list.length > before && !['new', 'running'].includes(list[0].status) ? list[0] : undefined;
+		});
+		await new Promise((r) => setTimeout(r, 3000));
+		expect((await executions(BURST_CAPTIONS_WORKFLOW)).length).toBe(before + 1);
+		const [item] = (await runDataOf(run.id))['Job Event'][0].data!.main![0]!;
+		expect(item.json).toMatchObject({ id, status: 'completed', event_type: 'job.completed', verified: true });
+		expect(item.json.captions_error).toMatch(/^The captions could not be downloaded \(SRT: No captions of this format exist for this job\. \[HTTP 404 not_found\]\)\. The job is completed: Job → Get Captions can fetch them later\.$/);
+		expect(existsSync(srtPath(captionsTo, id))).toBe(false);
+	}, 120000);
 });

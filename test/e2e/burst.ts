@@ -1,8 +1,12 @@
 // A burst of job events at real n8n, for the e2e suite (test/e2e/burst.test.ts) and the bench:
 // `count` jobs finish within two seconds, the service delivers each event twice and allows 10 reads
-// a second. The same burst goes to the Captioning Trigger (Verify Events on) and to n8n's own Webhook
-// node (which reads nothing: the floor any trigger on this n8n can reach), one after the other in
-// the same n8n. The sandbox, as the sender, times each delivery until n8n's answer.
+// a second. The same burst goes to the Captioning Trigger (Verify Events on), to the Captioning
+// Trigger with Attach Captions (SRT, written to a file per job, as the Drive and S3 templates use it)
+// and to n8n's own Webhook node (which reads nothing: the floor any trigger on this n8n can reach),
+// one after the other in the same n8n. The sandbox, as the sender, times each delivery until n8n's
+// answer, and gives up on a try after 10 s (then delivers it again).
+import path from 'node:path';
+
 import type { Sandbox } from '../helpers/sandbox';
 import { executionsApi } from './executions';
 import type { N8n } from './n8n';
@@ -12,29 +16,36 @@ import { tempJson } from './n8n';
 export const BURST_EVENTS = 150;
 export const BURST_TRIGGER_WORKFLOW = 'wfBurstTrigger01';
 export const BURST_WEBHOOK_WORKFLOW = 'wfBurstWebhook01';
+export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
+const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
 const CREDENTIAL_ID = 'captioningBurst';
 
-/** Imports (and on 2.x publishes) the two workflows; call before n8n starts. */
-export async function importBurstWorkflows(n8n: N8n, sb: Sandbox): Promise<void> {
+/**
+ * Imports (and on 2.x publishes) the workflows; call before n8n starts. `captionsTo`: a folder n8n
+ * may write to, for the trigger with Attach Captions (one SRT file per job).
+ */
+export async function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string): Promise<void> {
 	await n8n.cli(['import:credentials', `--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
-	const workflow = (id: string, name: string, trigger: object) => ({
+	const noOp = (id: string) => ({ id: `${id}-noop`, name: 'Next', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} });
+	const workflow = (id: string, name: string, trigger: object, next: object = noOp(id)) => ({
 		id,
 		name,
 		versionId: `${id}-v1`,
 		active: false,
 		settings: { executionOrder: 'v1' },
-		nodes: [trigger, { id: `${id}-noop`, name: 'Next', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} }],
-		connections: { [(trigger as { name: string }).name]: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
+		nodes: [trigger, next],
+		connections: { [(trigger as { name: string }).name]: { main: [[{ node: (next as { name: string }).name, type: 'main', index: 0 }]] } },
 	});
+	const ids = [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW];
 	await n8n.cli([
 		'import:workflow',
 		`--input=${tempJson('burst-trigger.json', workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
 			id: 'burst-trigger',
 			name: 'Job Event',
 			type: 'n8n-nodes-captioning.captioningTrigger',
-			typeVersion: 1,
+			typeVersion: 2,
 			position: [0, 0],
 			webhookId: TRIGGER_WEBHOOK_ID,
 			parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
@@ -53,22 +64,52 @@ export async function importBurstWorkflows(n8n: N8n, sb: Sandbox): Promise<void>
 			parameters: { httpMethod: 'POST', path: WEBHOOK_PATH, responseMode: 'onReceived', options: {} },
 		}))}`,
 	]);
+	if (captionsTo) {
+		ids.push(BURST_CAPTIONS_WORKFLOW);
+		await n8n.cli([
+			'import:workflow',
+			`--input=${tempJson('burst-captions.json', workflow(
+				BURST_CAPTIONS_WORKFLOW,
+				'Burst: Captioning Trigger, Attach Captions',
+				{
+					id: 'burst-captions',
+					name: 'Job Event',
+					type: 'n8n-nodes-captioning.captioningTrigger',
+					typeVersion: 2,
+					position: [0, 0],
+					webhookId: CAPTIONS_WEBHOOK_ID,
+					parameters: { events: ['job.completed', 'job.cancelled'], verify: true, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' },
+					credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
+				},
+				// As the templates store captions: a file per job (appended: a job reported twice would show).
+				{ id: 'burst-captions-write', name: 'Write SRT', type: 'n8n-nodes-base.readWriteFile', typeVersion: 1, position: [220, 0], parameters: { operation: 'write', fileName: `=${captionsTo}/{{ $json.id }}.srt`, dataPropertyName: 'data', options: { append: true } } },
+			))}`,
+		]);
+	}
 	if (n8n.install.version.startsWith('2.')) {
-		for (const id of [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		for (const id of ids) await n8n.cli(['publish:workflow', `--id=${id}`]);
 	}
 }
 
+/** The SRT files the captions workflow wrote, by job id. */
+export function srtPath(captionsTo: string, jobId: string): string {
+	return path.join(captionsTo, `${jobId}.srt`);
+}
+
 /** Activates the workflows on 1.x (2.x: published before start) and waits until both answer. */
-export async function activateBurstWorkflows(n8n: N8n): Promise<void> {
+export async function activateBurstWorkflows(n8n: N8n, captions = false): Promise<void> {
 	const api = executionsApi(() => n8n);
-	await api.activateOn1x([BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW]);
-	// 2.x registers production webhooks in the background after start: wait until both are there.
+	await api.activateOn1x([BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW, ...(captions ? [BURST_CAPTIONS_WORKFLOW] : [])]);
+	// 2.x registers production webhooks in the background after start: wait until each is there.
 	await api.waitFor('the burst webhooks', async () => ((await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning`, {})).status === 400 ? true : undefined));
+	if (captions) await api.waitFor('the captions burst webhook', async () => ((await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`, {})).status === 400 ? true : undefined));
 	await api.waitFor("the Webhook node's webhook", async () => ((await n8n.post(`/webhook/${WEBHOOK_PATH}`, { warmUp: true })).status === 200 ? true : undefined));
 }
 
+export type BurstTarget = 'trigger' | 'triggerCaptions' | 'webhookNode';
+
 export interface BurstResult {
-	target: 'trigger' | 'webhookNode';
+	target: BurstTarget;
 	events: number;
 	/** Jobs the service delivered events for, and the executions n8n started for them. */
 	ids: string[];
@@ -78,19 +119,33 @@ export interface BurstResult {
 	/** Reads of jobs by the trigger's key during the burst (GET /jobs and GET /jobs/{id}), and 429s among them. */
 	reads: number;
 	refused: number;
+	/** Every read by the key during the burst (caption downloads on the API host too), and 429s among them. */
+	allReads: number;
+	allRefused: number;
 	/** 95th percentile of the time until n8n answered a delivery (its first try), in ms. */
 	p95Ms: number;
+	/** First tries the sender gave up on (no answer within its 10 s) or that failed. */
+	senderTimeouts: number;
 	/** From the first job finishing until every execution was there. */
 	totalMs: number;
 }
 
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 
+const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
+	trigger: { workflowId: BURST_TRIGGER_WORKFLOW, path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning` },
+	triggerCaptions: { workflowId: BURST_CAPTIONS_WORKFLOW, path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning` },
+	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
+};
+
+/** The URL the service calls for a target (to order jobs with, as Job → Create's Webhook URL). */
+export const burstUrl = (n8n: N8n, target: BurstTarget) => `${n8n.url}${TARGETS[target].path}`;
+
 /** Completes `count` jobs ordered with the target's URL within `windowMs`, events delivered twice, 10 reads/s. */
-export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstResult['target'], count: number, windowMs = 2000): Promise<BurstResult> {
+export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, windowMs = 2000): Promise<BurstResult> {
 	const api = executionsApi(() => n8n);
-	const workflowId = target === 'trigger' ? BURST_TRIGGER_WORKFLOW : BURST_WEBHOOK_WORKFLOW;
-	const url = target === 'trigger' ? `${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning` : `${n8n.url}/webhook/${WEBHOOK_PATH}`;
+	const { workflowId } = TARGETS[target];
+	const url = burstUrl(n8n, target);
 	const executions = async () => (await n8n.rest<{ results?: unknown[]; count?: number }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`)).body.count ?? 0;
 	const before = await executions();
 	const ids: string[] = [];
@@ -124,7 +179,8 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstResult['targ
 	await new Promise((r) => setTimeout(r, 1500));
 	const deliveries = sb.ledger.deliveries.filter((d) => ids.includes(d.jobId));
 	const reads = sb.ledger.requests.filter((r) => r.keyName === 'full' && (r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}'));
-	const firstTries = deliveries.filter((d) => d.attempt === 1).map((d) => d.ms ?? Infinity);
+	const allReads = sb.ledger.requests.filter((r) => r.keyName === 'full' && r.method === 'GET');
+	const firstTries = deliveries.filter((d) => d.attempt === 1);
 	return {
 		target,
 		events: count,
@@ -133,7 +189,10 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstResult['targ
 		deliveries: deliveries.map(({ eventId, attempt, status, error, ms }) => ({ eventId, attempt, status, error, ms })),
 		reads: reads.length,
 		refused: reads.filter((r) => r.status === 429).length,
-		p95Ms: percentile(firstTries, 95),
+		allReads: allReads.length,
+		allRefused: allReads.filter((r) => r.status === 429).length,
+		p95Ms: percentile(firstTries.map((d) => d.ms ?? Infinity), 95),
+		senderTimeouts: firstTries.filter((d) => d.status === null || (d.ms ?? Infinity) >= 10000).length,
 		totalMs,
 	};
 }

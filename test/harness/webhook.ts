@@ -50,7 +50,7 @@ export async function serveTrigger(options: {
 		id: 'trigger-id',
 		name: 'Captioning Trigger',
 		type: options.typeName,
-		typeVersion: 1,
+		typeVersion: Math.max(...([] as number[]).concat(options.nodeType.description.version)),
 		position: [0, 0],
 		webhookId: 'f2a8c1d4-3b5e-4f6a-9c7d-8e9f0a1b2c3d',
 		parameters: options.parameters as INode['parameters'],

@@ -44,7 +44,7 @@ export interface Sandbox {
 		/** The service's fetches of a media_url on this machine: the URL without its query, status, bytes read, size. */
 		mediaFetches: Array<{ jobId: string; url: string; status: number | null; bytes: number; size: number | null; error: string | null; at: number }>;
 		deliveries: Array<{ eventId: string; type: string; jobId: string; url: string; attempt: number; status: number | null; error: string | null; at: number; /** Until the answer's headers (or the failure). */ ms?: number }>;
-		captionDownloads: Array<{ origin: string; jobId: string; format: string; authorization: boolean }>;
+		captionDownloads: Array<{ origin: string; jobId: string; format: string; authorization: boolean; at: number }>;
 		storageRequests: Array<{ method: string; path: string; authorization: boolean; status: number | null }>;
 	};
 	injectFault(

@@ -89,7 +89,7 @@ test("a trigger's verification read goes before caption downloads waiting in the
 		// way), while the downloads queued before it went on for seconds after.
 		expect(answered.status).toBe(200);
 		expect(answered.at + answered.ms! - queuedAt).toBeLessThan(1500);
-		const lastDownload = Math.max(...sb.ledger.captionDownloads.map((d) => (d as unknown as { at: number }).at));
+		const lastDownload = Math.max(...sb.ledger.captionDownloads.map((d) => d.at));
 		expect(lastDownload - (answered.at + answered.ms!)).toBeGreaterThan(2000);
 		expect(trigger.executions).toHaveLength(61);
 	} finally {

@@ -450,7 +450,7 @@ describe('with Attach Captions the event is answered first, then the captions ar
 		const [delivery] = sb.ledger.deliveries.filter((d) => d.jobId === id);
 		expect(delivery.status).toBe(200);
 		await t.idle();
-		const downloaded = sb.ledger.captionDownloads.find((d) => d.jobId === id)! as unknown as { at: number };
+		const downloaded = sb.ledger.captionDownloads.find((d) => d.jobId === id)!;
 		expect(downloaded.at).toBeGreaterThan(delivery.at + delivery.ms!);
 		expect(t.executions).toHaveLength(1);
 		expect(t.executions[0][0].binary!.data).toMatchObject({ fileName: 'Answered first.srt' });
