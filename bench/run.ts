@@ -9,15 +9,18 @@ import { batch } from './figures/batch';
 import { binaryRepeat } from './figures/binaryRepeat';
 import { concurrentUploads } from './figures/concurrentUploads';
 import { load } from './figures/load';
+import { pollOverlap } from './figures/pollOverlap';
 import { s3 } from './figures/s3';
+import { sharedKey } from './figures/sharedKey';
 import { triggerBurst } from './figures/triggerBurst';
+import { triggerBurstCaptions } from './figures/triggerBurstCaptions';
 import { upload } from './figures/upload';
 import { wait } from './figures/wait';
 import { webhookBatch } from './figures/webhookBatch';
 import type { Row, Section } from './support';
 import { log } from './support';
 
-const sections: Section[] = [upload, batch, load, wait, concurrentUploads, binaryRepeat, webhookBatch, triggerBurst, s3];
+const sections: Section[] = [upload, batch, load, wait, concurrentUploads, binaryRepeat, webhookBatch, triggerBurst, s3, triggerBurstCaptions, sharedKey, pollOverlap];
 
 async function main() {
 	const started = Date.now();

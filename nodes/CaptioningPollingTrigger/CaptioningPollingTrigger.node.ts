@@ -6,7 +6,7 @@ import { attachCaptionsFields, attachSettings, EVENT_OF_STATUS, eventsField, job
 import type { Job } from '../Captioning/helpers/types';
 import { jobPages } from '../Captioning/transport';
 import type { PollState } from './poll';
-import { finishedSince, firstState, REMEMBERED_REPORTS } from './poll';
+import { finishedSince, firstState, leaveForNext, REMEMBERED_REPORTS } from './poll';
 import { reportBudgetMs, takeTurn } from './schedule';
 import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
 import { metadataFilterFields, metadataMatches } from '../Captioning/helpers/filters';
@@ -117,7 +117,10 @@ export class CaptioningPollingTrigger implements INodeType {
 				}
 			};
 			await Promise.all(Array.from({ length: DEFAULT_CONCURRENCY }, report));
-			for (const job of due.slice(cursor)) next.open = { ...next.open, [job.id]: job.created_at };
+			// What is left goes to the next poll as read (it is final), and stays open should n8n restart.
+			const left = due.slice(cursor);
+			for (const job of left) next.open = { ...next.open, [job.id]: job.created_at };
+			leaveForNext(staticData, left);
 			Object.assign(staticData, next, { reported: reported.slice(-REMEMBERED_REPORTS) });
 			const emitted = items.filter((i): i is INodeExecutionData => i !== undefined);
 			if (!emitted.length && failure) {

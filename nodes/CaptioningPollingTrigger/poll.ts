@@ -18,6 +18,24 @@ import { isFinal } from '../Captioning/helpers/wait';
 import type { Job } from '../Captioning/helpers/types';
 import { apiRequest, jobPages, segment } from '../Captioning/transport';
 
+/**
+ * Finished jobs a poll found but left to the next (past its budget), as read: in this process's
+ * memory, by the node's static data object (n8n hands every poll of an active workflow the same
+ * one). They stay among the open jobs of the state too, so that after a restart they are read again.
+ */
+const leftOver = new WeakMap<object, Job[]>();
+
+/** Keeps jobs found finished for the next poll. */
+export function leaveForNext(state: PollState, jobs: Job[]): void {
+	leftOver.set(state, jobs);
+}
+
+function takeLeftOver(state: PollState): Job[] {
+	const jobs = leftOver.get(state) ?? [];
+	leftOver.delete(state);
+	return jobs;
+}
+
 /** How many reported jobs are remembered (a net for a cursor that n8n saved before a restart). */
 export const REMEMBERED_REPORTS = 1000;
 
@@ -81,6 +99,9 @@ export async function firstState(ctx: IPollFunctions): Promise<PollState> {
 export async function finishedSince(ctx: IPollFunctions, state: PollState): Promise<{ finished: Job[]; next: PollState }> {
 	const open = { ...state.open };
 	const finished: Job[] = [];
+	// Jobs an earlier poll found finished and left for this one (oldest first): final, so not read again.
+	const leftOver = takeLeftOver(state).filter((job) => job.id in open);
+	for (const job of leftOver) delete open[job.id];
 	const unseen = new Set(Object.keys(open));
 	const oldestOpen = Math.min(...Object.values(open).map(at));
 	const cursor = state.cursor;
@@ -128,12 +149,12 @@ export async function finishedSince(ctx: IPollFunctions, state: PollState): Prom
 	}
 
 	// Reported in the order they finished; jobs that finished together, in the order they were created.
-	finished.reverse().sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
+	const inOrder = [...leftOver, ...finished.reverse()].sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
 	const next: PollState = {
 		started: true,
 		cursor: newest ? { id: newest.id, createdAt: newest.created_at } : (cursor ?? null),
 		open,
 		reported: state.reported ?? [],
 	};
-	return { finished, next };
+	return { finished: inOrder, next };
 }

@@ -20,7 +20,9 @@ export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
-const CREDENTIAL_ID = 'captioningBurst';
+/** The credential (the sandbox's full key) the burst workflows read with. */
+export const BURST_CREDENTIAL_ID = 'captioningBurst';
+const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
 
 /**
  * Imports (and on 2.x publishes) the workflows; call before n8n starts. `captionsTo`: a folder n8n
@@ -141,25 +143,37 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 /** The URL the service calls for a target (to order jobs with, as Job → Create's Webhook URL). */
 export const burstUrl = (n8n: N8n, target: BurstTarget) => `${n8n.url}${TARGETS[target].path}`;
 
-/** Completes `count` jobs ordered with the target's URL within `windowMs`, events delivered twice, 10 reads/s. */
-export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, windowMs = 2000): Promise<BurstResult> {
-	const api = executionsApi(() => n8n);
-	const { workflowId } = TARGETS[target];
-	const url = burstUrl(n8n, target);
-	const executions = async () => (await n8n.rest<{ results?: unknown[]; count?: number }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`)).body.count ?? 0;
-	const before = await executions();
+/** Orders `count` jobs (manual clock) with the target's URL, as Job → Create's Webhook URL would; returns their ids. */
+export async function prepareBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number): Promise<string[]> {
 	const ids: string[] = [];
 	for (let n = 0; n < count; n++) {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
 			method: 'POST',
 			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
-			body: JSON.stringify({ media_url: `https://media.example.com/burst-${target}-${n}.mp4`, webhook_url: url }),
+			body: JSON.stringify({ media_url: `https://media.example.com/burst-${target}-${n}.mp4`, webhook_url: burstUrl(n8n, target) }),
 		});
 		ids.push(((await res.json()) as { id: string }).id);
 	}
-	sb.resetLedger();
+	return ids;
+}
+
+/**
+ * Completes `count` jobs ordered with the target's URL within `windowMs`, events delivered twice, 10
+ * reads/s. `among`: the jobs are prepared (prepareBurst) and the caller has set the limits and
+ * cleared the ledger, since other work runs at the same time.
+ */
+export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, options: { windowMs?: number; among?: string[] } = {}): Promise<BurstResult> {
+	const api = executionsApi(() => n8n);
+	const { workflowId } = TARGETS[target];
+	const windowMs = options.windowMs ?? 2000;
+	const executions = async () => (await n8n.rest<{ results?: unknown[]; count?: number }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`)).body.count ?? 0;
+	const before = await executions();
+	const ids = options.among ?? (await prepareBurst(n8n, sb, target, count));
+	if (!options.among) {
+		sb.resetLedger();
+		sb.setRateLimits({ readPerSecond: 10 });
+	}
 	sb.setWebhook({ duplicate: true, attempts: 3 });
-	sb.setRateLimits({ readPerSecond: 10 });
 	const started = Date.now();
 	try {
 		for (const id of ids) {
@@ -171,12 +185,20 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 		// caller judges; the e2e suite requires every one.
 		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 120000).catch(() => undefined);
 	} finally {
-		sb.setRateLimits({});
+		if (!options.among) sb.setRateLimits({});
 		sb.setWebhook({ duplicate: false });
 	}
 	const totalMs = Date.now() - started;
-	// A little longer: any execution more than one per job would show.
-	await new Promise((r) => setTimeout(r, 1500));
+	// Until n8n has started no execution for 3 s (n8n's Webhook node starts one per delivery, the
+	// duplicates and the sender's retries too): any execution more than one per job would show, and
+	// the next burst meets an idle n8n.
+	let seen = -1;
+	for (let quietSince = Date.now(), deadline = Date.now() + 120000; Date.now() < deadline && Date.now() - quietSince < 3000; ) {
+		const count = await executions();
+		if (count !== seen) quietSince = Date.now();
+		seen = count;
+		await new Promise((r) => setTimeout(r, 500));
+	}
 	const deliveries = sb.ledger.deliveries.filter((d) => ids.includes(d.jobId));
 	const reads = sb.ledger.requests.filter((r) => r.keyName === 'full' && (r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}'));
 	const allReads = sb.ledger.requests.filter((r) => r.keyName === 'full' && r.method === 'GET');

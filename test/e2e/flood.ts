@@ -20,41 +20,46 @@ export interface FloodOptions {
 	readLimit: number;
 }
 
+/**
+ * The polling workflow: the Captioning Polling Trigger (Attach Captions, SRT) every `everySeconds`
+ * seconds → Write SRT, appended to `<out>/<job id>.srt`.
+ */
+export function pollingWorkflow(options: { id: string; credentialId: string; everySeconds: number; out: string; filters?: object }): object {
+	const seconds = Array.from({ length: Math.floor(60 / options.everySeconds) }, (_, n) => n * options.everySeconds);
+	return {
+		id: options.id,
+		name: `Polling: ${options.id}`,
+		versionId: `${options.id}-v1`,
+		active: false,
+		settings: { executionOrder: 'v1' },
+		nodes: [
+			{
+				id: `${options.id}-trigger`,
+				name: 'Job Finished',
+				type: 'n8n-nodes-captioning.captioningPollingTrigger',
+				typeVersion: 1,
+				position: [0, 0],
+				parameters: {
+					pollTimes: { item: seconds.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) },
+					events: ['job.completed'],
+					filters: options.filters ?? {},
+					attachCaptions: true,
+					formats: ['srt'],
+					binaryPropertyName: 'data',
+				},
+				credentials: { captioningApi: { id: options.credentialId, name: options.credentialId } },
+			},
+			{ id: `${options.id}-write`, name: 'Write SRT', type: 'n8n-nodes-base.readWriteFile', typeVersion: 1, position: [220, 0], parameters: { operation: 'write', fileName: `=${options.out}/{{ $json.id }}.srt`, dataPropertyName: 'data', options: { append: true } } },
+		],
+		connections: { 'Job Finished': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] } },
+	};
+}
+
 /** Imports (and on 2.x publishes) the polling workflow, polling with the read-only key; call before n8n starts. */
 export async function importFlood(n8n: N8n, sb: Sandbox, out: string, everySeconds: number): Promise<void> {
 	mkdirSync(out, { recursive: true });
 	await n8n.cli(['import:credentials', `--input=${tempJson('flood-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`]);
-	const seconds = Array.from({ length: Math.floor(60 / everySeconds) }, (_, n) => n * everySeconds);
-	await n8n.cli([
-		'import:workflow',
-		`--input=${tempJson('flood.json', {
-			id: FLOOD_WORKFLOW,
-			name: 'Polling under a flood',
-			versionId: `${FLOOD_WORKFLOW}-v1`,
-			active: false,
-			settings: { executionOrder: 'v1' },
-			nodes: [
-				{
-					id: 'flood-trigger',
-					name: 'Job Finished',
-					type: 'n8n-nodes-captioning.captioningPollingTrigger',
-					typeVersion: 1,
-					position: [0, 0],
-					parameters: {
-						pollTimes: { item: seconds.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) },
-						events: ['job.completed'],
-						filters: {},
-						attachCaptions: true,
-						formats: ['srt'],
-						binaryPropertyName: 'data',
-					},
-					credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
-				},
-				{ id: 'flood-write', name: 'Write SRT', type: 'n8n-nodes-base.readWriteFile', typeVersion: 1, position: [220, 0], parameters: { operation: 'write', fileName: `=${out}/{{ $json.id }}.srt`, dataPropertyName: 'data', options: { append: true } } },
-			],
-			connections: { 'Job Finished': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] } },
-		})}`,
-	]);
+	await n8n.cli(['import:workflow', `--input=${tempJson('flood.json', pollingWorkflow({ id: FLOOD_WORKFLOW, credentialId: CREDENTIAL_ID, everySeconds, out }))}`]);
 	if (n8n.install.version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${FLOOD_WORKFLOW}`]);
 }
 

@@ -9,7 +9,7 @@ import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/helpers/batch';
 import { binaryDataService } from '../harness/n8n';
 import type { PolledTrigger } from '../harness/poll';
 import { pollTrigger } from '../harness/poll';
-import { orderDirectly } from '../helpers/captioning';
+import { MEDIA, orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
 
@@ -319,6 +319,26 @@ describe('floods: polls that overlap or run long', () => {
 		for (const id of more) sb.completeJob(id);
 		Object.assign(pollLimits, limits);
 		expect((await t.poll())!.map((i) => i.json.id)).toEqual(more);
+	});
+
+	test('the jobs a poll leaves for the next are not read again, however far down the list they are by then', async () => {
+		const t = await trigger({ filters: { metadataKey: 'group', metadataValue: 'mine' }, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const short = `${MEDIA}?duration=1`;
+		const ids: string[] = [];
+		for (let n = 0; n < 12; n++) ids.push(await orderDirectly(sb, { media_url: short, metadata: { group: 'mine' } }));
+		// 250 newer jobs of others, finished too: the ones left are past the pages the next poll reads.
+		const others: string[] = [];
+		for (let n = 0; n < 250; n++) others.push(await orderDirectly(sb, { media_url: short }));
+		for (const id of [...ids, ...others]) sb.completeJob(id);
+		pollLimits.minBudgetMs = 1;
+		pollLimits.maxBudgetMs = 1;
+		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
+		sb.resetLedger();
+		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
+		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
+		expect(reportedIds(t)).toEqual(ids);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toEqual([]);
 	});
 
 	test('a poll reports until shortly before the next is due (Poll Times every 3 s), the next one reports the rest', async () => {

@@ -1,0 +1,51 @@
+// 12. One key, many runs at once (test/e2e/sharedKey.ts), in real n8n 2.41.1 at 10 reads/s and 5
+// writes/s: the burst with Attach Captions, a 100-item Job → Create batch waiting with Poll and the
+// polling trigger reporting 100 finished jobs with captions. The share of all requests answered 429,
+// and the time until the last request against the floor the limits set (what the service let through,
+// at its rates). With n8n's defaults and with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true (section 11).
+import path from 'node:path';
+
+import { createN8n, installN8n, tempFolder } from '../../test/e2e/n8n';
+import { importSharedKey, runSharedKey, SHARED } from '../../test/e2e/sharedKey';
+import { tlsPair } from '../../test/helpers/https';
+import { createSandbox } from '../../test/helpers/sandbox';
+import type { Row, Section } from '../support';
+import { log, round } from '../support';
+
+async function measure(env: NodeJS.ProcessEnv) {
+	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+	const work = tempFolder('bench-shared-key-');
+	const n8n = await createN8n(await installN8n('2.41.1', log), [path.join(work, 'burst'), path.join(work, 'polled')], env);
+	try {
+		await importSharedKey(n8n, sb, work);
+		await n8n.start();
+		return await runSharedKey(n8n, sb, work);
+	} finally {
+		await n8n.stop();
+		await sb.close();
+	}
+}
+
+export const sharedKey: Section = {
+	name: 'sharedKey',
+	title: `12. one key at ${SHARED.readLimit} reads/s and ${SHARED.writeLimit} writes/s: the burst with captions, a ${SHARED.batch}-item batch waiting with Poll, the polling trigger reporting ${SHARED.polled} jobs, at once`,
+	async run() {
+		const figures: Record<string, number> = {};
+		const rows: Row[] = [];
+		for (const [suffix, label, env] of [
+			['', "n8n's defaults", {}],
+			['Lazy', 'lazy isolates', { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' }],
+		] as const) {
+			const r = await measure(env);
+			log(`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s; polled: ${r.polledReported}; batch: ${r.batchStatus}`);
+			const share = round(r.refused / r.requests, 3);
+			const vsFloor = round(r.seconds / r.floorSeconds);
+			Object.assign(figures, { [`sharedKey429Share${suffix}`]: share, [`sharedKeyVsFloor${suffix}`]: vsFloor });
+			rows.push(
+				[`one key, runs at once (${label}): requests answered 429`, `${r.refused} of ${r.requests}`, `${r.reads} reads, ${r.writes} writes let through`, `${share}`, '≤ 0.1', share <= 0.1],
+				[`one key, runs at once (${label}): time vs the limits' floor`, `${r.seconds.toFixed(1)} s`, `floor ${r.floorSeconds.toFixed(1)} s`, `${vsFloor}×`, '≤ 1.3×', vsFloor <= 1.3],
+			);
+		}
+		return { figures, rows };
+	},
+};

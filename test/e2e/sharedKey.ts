@@ -1,0 +1,102 @@
+// Many runs at once on one workspace key in real n8n, for the bench: the service allows 10 reads a
+// second (per key) and 5 writes (per workspace), and at the same moment
+// - a burst of 150 job events reaches the Captioning Trigger with Attach Captions (SRT), each event
+//   delivered twice (test/e2e/burst.ts);
+// - a batch of 100 items goes into Job → Create, Wait for Completion: Poll every 2 s (as the
+//   order-and-wait template waits), its jobs short enough that the limits set the pace;
+// - the Captioning Polling Trigger (every 10 s, Attach Captions) reports 100 finished jobs.
+// Every request carries the same key. What counts is how many the service refused (429) and how long
+// it all took against the floor the limits set.
+import { mkdirSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+
+import type { Sandbox } from '../helpers/sandbox';
+import { BURST_CREDENTIAL_ID, fireBurst, importBurstWorkflows, prepareBurst } from './burst';
+import { executionsApi } from './executions';
+import { pollingWorkflow } from './flood';
+import type { N8n } from './n8n';
+import { tempJson } from './n8n';
+import { batchWaitWorkflow } from './workflows';
+
+const BATCH_WORKFLOW = 'wfSharedBatch01';
+const BATCH_HOOK = 'shared-key-batch';
+const POLL_WORKFLOW = 'wfSharedPoll001';
+export const SHARED = { burst: 150, batch: 100, polled: 100, readLimit: 10, writeLimit: 5 };
+
+/** Imports the burst workflows, the batch and the polling trigger (all with the full key); call before n8n starts. */
+export async function importSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise<void> {
+	for (const dir of ['burst', 'polled']) mkdirSync(path.join(work, dir), { recursive: true });
+	await importBurstWorkflows(n8n, sb, path.join(work, 'burst'));
+	const urls = Array.from({ length: SHARED.batch }, (_, n) => `https://media.example.com/shared-batch-${n}.mp4`);
+	await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow(BATCH_WORKFLOW, BATCH_HOOK, urls, 10, BURST_CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
+	const polling = pollingWorkflow({ id: POLL_WORKFLOW, credentialId: BURST_CREDENTIAL_ID, everySeconds: 10, out: path.join(work, 'polled'), filters: { metadataKey: 'group', metadataValue: 'polled' } });
+	await n8n.cli(['import:workflow', `--input=${tempJson('shared-poll.json', polling)}`]);
+	if (n8n.install.version.startsWith('2.')) for (const id of [BATCH_WORKFLOW, POLL_WORKFLOW]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+}
+
+export interface SharedKeyResult {
+	requests: number;
+	refused: number;
+	/** Reads and writes the service let through. */
+	reads: number;
+	writes: number;
+	/** From the moment it all started until the last request arrived. */
+	seconds: number;
+	/** max(reads / read limit, writes / write limit). */
+	floorSeconds: number;
+	burstExecutions: number;
+	burstSenderTimeouts: number;
+	polledReported: number;
+	batchStatus: string;
+}
+
+export async function runSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise<SharedKeyResult> {
+	const api = executionsApi(() => n8n);
+	await api.activateOn1x([BATCH_WORKFLOW, POLL_WORKFLOW]);
+	const order = async (body: object) => {
+		const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+		return ((await res.json()) as { id: string }).id;
+	};
+	const polled: string[] = [];
+	for (let n = 0; n < SHARED.polled; n++) polled.push(await order({ media_url: `https://media.example.com/shared-polled-${n}.mp4`, metadata: { group: 'polled' } }));
+	const burstJobs = await prepareBurst(n8n, sb, 'triggerCaptions', SHARED.burst);
+	// Let the polling trigger see them open (a poll, about 10 s), so that they are reported when they finish.
+	await new Promise((r) => setTimeout(r, 12000));
+	sb.resetLedger();
+	sb.setRateLimits({ readPerSecond: SHARED.readLimit, writePerSecond: SHARED.writeLimit });
+	// The batch's jobs finish on their own, quickly: the limits set the pace, not the service's work.
+	sb.setTiming({ queuedMs: 300, processingMs: 1200 });
+	const started = Date.now();
+	try {
+		for (const id of polled) sb.completeJob(id);
+		const batch = n8n.post(`/webhook/${BATCH_HOOK}`, {});
+		const burst = await fireBurst(n8n, sb, 'triggerCaptions', SHARED.burst, { among: burstJobs });
+		await batch;
+		const written = () => readdirSync(path.join(work, 'polled')).filter((f) => polled.includes(f.replace(/\.srt$/, '')));
+		await api.waitFor('the polled jobs reported', async () => (written().length === SHARED.polled ? true : undefined), 240000);
+		const batchRun = await api.waitFor('the batch to finish', async () => {
+			const list = await api.executions(BATCH_WORKFLOW);
+			return list.length > 0 && !['new', 'running', 'waiting'].includes(list[0].status) ? list[0] : undefined;
+		}, 240000);
+		const requests = sb.ledger.requests.filter((r) => r.keyName === 'full');
+		const passed = requests.filter((r) => r.status !== 429);
+		const reads = passed.filter((r) => r.method === 'GET').length;
+		const writes = passed.filter((r) => r.method === 'POST').length;
+		const last = Math.max(...requests.map((r) => r.at));
+		return {
+			requests: requests.length,
+			refused: requests.length - passed.length,
+			reads,
+			writes,
+			seconds: (last - started) / 1000,
+			floorSeconds: Math.max(reads / SHARED.readLimit, writes / SHARED.writeLimit),
+			burstExecutions: burst.executions,
+			burstSenderTimeouts: burst.senderTimeouts,
+			polledReported: written().length,
+			batchStatus: batchRun.status,
+		};
+	} finally {
+		sb.setRateLimits({});
+		sb.setTiming(null);
+	}
+}
