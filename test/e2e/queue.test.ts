@@ -46,6 +46,9 @@ function example(name: string, id: string, work: string, webhookUrl: string, cre
 }
 
 const credentials = { captioningApi: { id: 'captioningSandbox', name: 'captioningSandbox' } };
+/** Two batches ordered at once on the two workers, at the workspace's write limit. */
+const TWO_WORKERS = { items: 100, writeLimit: 5 };
+const twoWorkerUrls = (batch: string) => Array.from({ length: TWO_WORKERS.items }, (_, n) => `https://media.example.com/queue-${batch}-${n}.mp4`);
 
 type Step = [name: string, type: string, typeVersion: number, parameters: object, extra?: object];
 
@@ -185,6 +188,8 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
 			['wfQueueS3Object', s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4')],
 			['wfQueueBatchHook', batchWaitWorkflow('wfQueueBatchHook', 'queue-batch-wait', batchWaitUrls, 30, 'captioningSandbox')],
+			['wfQueueTwoA0001', batchWaitWorkflow('wfQueueTwoA0001', 'queue-two-a', twoWorkerUrls('a'), 10, 'captioningSandbox', {}, { waitForCompletion: 'none' })],
+			['wfQueueTwoB0001', batchWaitWorkflow('wfQueueTwoB0001', 'queue-two-b', twoWorkerUrls('b'), 10, 'captioningSandbox', {}, { waitForCompletion: 'none' })],
 		];
 		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
 		for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
@@ -393,4 +398,32 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		for (const title of ['Queue Weekly', 'All Hands', 'clip-00.mp4', 'Race 0']) expect(srts).toContain(`${title}.srt`);
 		for (const file of srts) expect(readFileSync(path.join(work, 'polled', file), 'utf8').match(/^1\n00:00:00,000 --> /gm)).toHaveLength(1);
 	}, 240000);
+
+	test(`measured: two workers each ordering ${TWO_WORKERS.items} items at once on one workspace at ${TWO_WORKERS.writeLimit} writes/s (workers share no memory: each paces itself from the service's 429s)`, async () => {
+		sb.resetLedger();
+		sb.setRateLimits({ writePerSecond: TWO_WORKERS.writeLimit });
+		try {
+			const started = Date.now();
+			const answers = await Promise.all([post(hooks[0].url, '/webhook/queue-two-a', {}), post(hooks[1].url, '/webhook/queue-two-b', {})]);
+			expect(answers.map((a) => a.status)).toEqual([200, 200]);
+			const runs = await waitFor(async () => {
+				const list = [...(await executions('wfQueueTwoA0001')), ...(await executions('wfQueueTwoB0001'))];
+				return list.length === 2 && list.every((e) => e.status === 'success') ? list : undefined;
+			}, 300000);
+			const orders = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
+			const refused = orders.filter((r) => r.status === 429).length;
+			const last = Math.max(...orders.map((r) => r.at));
+			const floorSeconds = (2 * TWO_WORKERS.items) / TWO_WORKERS.writeLimit;
+			const seconds = (last - started) / 1000;
+			const workersUsed = new Set(runs.map((run) => ranOn(run.id)[0]));
+			console.log(
+				`queue mode: two batches of ${TWO_WORKERS.items} ordered at once on ${workersUsed.size} workers at ${TWO_WORKERS.writeLimit} writes/s: ${orders.length} orders sent, ${refused} answered 429 (share ${(refused / orders.length).toFixed(3)}); the last order ${seconds.toFixed(1)} s after the start, floor ${floorSeconds} s (${(seconds / floorSeconds).toFixed(2)}×)`,
+			);
+			// Each item ordered once, whatever the 429s.
+			expect(sb.ledger.jobs.filter((j) => String(j.body.media_url).includes('/queue-a-') || String(j.body.media_url).includes('/queue-b-'))).toHaveLength(2 * TWO_WORKERS.items);
+			expect(workersUsed.size).toBe(2);
+		} finally {
+			sb.setRateLimits({});
+		}
+	}, 360000);
 });

@@ -5,6 +5,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
+import { answerLimits } from '../../nodes/CaptioningTrigger/answers';
 import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
 import { binaryDataService } from '../harness/n8n';
 import type { ServedTrigger } from '../harness/webhook';
@@ -18,12 +19,17 @@ let sb: Sandbox;
 let trigger: ServedTrigger | undefined;
 const tls = new Agent({ connect: { ca: tlsPair().cert } });
 
+// An answered event's work waits for a quiet moment after the last delivery (answers.ts); here it
+// waits only while a delivery waits for its answer, except in the test of that wait.
+const quietMs = answerLimits.quietMs;
 beforeAll(async () => {
 	sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+	answerLimits.quietMs = 0;
 });
 afterAll(async () => {
 	await sb.close();
 	await tls.close();
+	answerLimits.quietMs = quietMs;
 });
 beforeEach(() => {
 	sb.resetLedger();
@@ -46,11 +52,23 @@ async function start(parameters: IDataObject = {}, key = sb.keys.full) {
 	return trigger;
 }
 
+/**
+ * Every delivery answered and handled to its end: an answered event's work (its captions, its
+ * execution) goes once no delivery waits for an answer, as n8n starts the execution after webhook().
+ */
+async function settle() {
+	await sb.settleDeliveries();
+	await trigger?.idle();
+}
+
 const order = async (webhookUrl: string | undefined, extra: IDataObject = {}, key = sb.keys.full) => await orderDirectly(sb, { webhook_url: webhookUrl, ...extra }, key);
 
 async function post(url: string, body: unknown, contentType = 'application/json') {
 	const res = await request(url, { method: 'POST', dispatcher: tls, headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) });
-	return { status: res.statusCode, body: (await res.body.json().catch(() => ({}))) as IDataObject };
+	const answer = { status: res.statusCode, body: (await res.body.json().catch(() => ({}))) as IDataObject };
+	// The answer comes first; the execution once the event's work is done (settle()).
+	await trigger?.idle();
+	return answer;
 }
 
 /**
@@ -69,7 +87,7 @@ describe('events from the service start the workflow', () => {
 		const t = await start();
 		const id = await order(t.url, { title: 'Weekly', metadata: { drive_file_id: 'f-9' } });
 		sb.completeJob(id);
-		await sb.settleDeliveries();
+		await settle();
 		expect(deliveryStatuses(id)).toEqual([200]);
 		expect(t.executions).toHaveLength(1);
 		expect(t.executions[0]).toEqual([
@@ -95,7 +113,7 @@ describe('events from the service start the workflow', () => {
 		const t = await start();
 		const id = await order(t.url);
 		sb.cancelJob(id, 'media_unavailable');
-		await sb.settleDeliveries();
+		await settle();
 		expect(t.executions).toHaveLength(1);
 		expect(t.executions[0][0].json).toMatchObject({ id, status: 'cancelled', cancellation: { reason: 'media_unavailable' }, event_type: 'job.cancelled' });
 	});
@@ -104,7 +122,7 @@ describe('events from the service start the workflow', () => {
 		const t = await start({ events: ['job.completed'] });
 		const id = await order(t.url);
 		sb.cancelJob(id, 'deleted');
-		await sb.settleDeliveries();
+		await settle();
 		expect(deliveryStatuses(id)).toEqual([200]);
 		expect(t.executions).toHaveLength(0);
 	});
@@ -114,7 +132,7 @@ describe('events from the service start the workflow', () => {
 		const t = await start();
 		const id = await order(t.url);
 		sb.completeJob(id);
-		await sb.settleDeliveries();
+		await settle();
 		expect(deliveryStatuses(id)).toEqual([200, 200]);
 		expect(t.executions).toHaveLength(1);
 	});
@@ -146,7 +164,7 @@ describe('one execution per job and final status', () => {
 		const t = await start();
 		const id = await order(t.url);
 		sb.completeJob(id);
-		await sb.settleDeliveries();
+		await settle();
 		expect(t.executions).toHaveLength(1);
 		const delivered = sb.ledger.deliveries.find((d) => d.jobId === id)!.eventId;
 
@@ -174,14 +192,14 @@ describe('one execution per job and final status', () => {
 			const t = await start();
 			const first = await order(t.url);
 			sb.completeJob(first);
-			await sb.settleDeliveries();
+			await settle();
 			const later: string[] = [];
 			for (let n = 0; n < REMEMBERED_EVENTS; n++) later.push(await order(t.url));
 			// One at a time: n8n saves static data per execution from the copy the request loaded, so
 			// deliveries handled at the same moment keep only one of their entries on disk.
 			for (const id of later) {
 				sb.completeJob(id);
-				await sb.settleDeliveries();
+				await settle();
 			}
 			expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 1);
 			expect((t.staticData().handledEvents as string[]).some((line) => line.startsWith(first))).toBe(false);
@@ -300,7 +318,7 @@ describe('bursts: events that arrive together are read back together', () => {
 				sb.completeJob(id);
 				await new Promise((r) => setTimeout(r, 2000 / BURST));
 			}
-			await sb.settleDeliveries();
+			await settle();
 		} finally {
 			sb.setRateLimits({});
 		}
@@ -313,6 +331,27 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(reads.length).toBeLessThanOrEqual(BURST / 5);
 		expect(reads.filter((r) => r.status === 429)).toEqual([]);
 	}, 60000);
+
+	test('with Attach Captions, every event of a burst is answered before any caption is downloaded', async () => {
+		answerLimits.quietMs = quietMs;
+		try {
+			const t = await start({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' }, sb.keys.otherWorkspace);
+			const ids: string[] = [];
+			for (let n = 0; n < 30; n++) ids.push(await order(t.url, { title: `Answered ${n}` }, sb.keys.otherWorkspace));
+			sb.resetLedger();
+			for (const id of ids) {
+				sb.completeJob(id);
+				await new Promise((r) => setTimeout(r, 10));
+			}
+			await settle();
+			expect(t.executions).toHaveLength(30);
+			const lastAnswer = Math.max(...sb.ledger.deliveries.map((d) => d.at + d.ms!));
+			const firstDownload = Math.min(...sb.ledger.captionDownloads.map((d) => d.at));
+			expect(firstDownload).toBeGreaterThanOrEqual(lastAnswer);
+		} finally {
+			answerLimits.quietMs = 0;
+		}
+	});
 
 	test('a final job a recent read showed verifies its event without a read; an event whose status it does not have is read anew', async () => {
 		const t = await start();
@@ -404,7 +443,7 @@ describe('secret token', () => {
 
 		const id = await order(`${t.url}?token=s3cret-token`);
 		sb.completeJob(id);
-		await sb.settleDeliveries();
+		await settle();
 		expect(deliveryStatuses(id)).toEqual([200]);
 		expect(t.executions).toHaveLength(1);
 	});
@@ -414,7 +453,7 @@ test('captions of a completed job are attached as binary files', async () => {
 	const t = await start({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
 	const id = await order(t.url, { title: 'Episode 12' });
 	sb.completeJob(id);
-	await sb.settleDeliveries();
+	await settle();
 	await t.idle();
 	const { binary } = t.executions[0][0];
 	expect(binary!.data_srt).toMatchObject({ fileName: 'Episode 12.srt', mimeType: 'application/x-subrip' });
@@ -423,7 +462,7 @@ test('captions of a completed job are attached as binary files', async () => {
 
 	const cancelled = await order(t.url);
 	sb.cancelJob(cancelled, 'unusable_media');
-	await sb.settleDeliveries();
+	await settle();
 	await t.idle();
 	expect(t.executions[1][0].binary).toBeUndefined();
 });
@@ -432,7 +471,7 @@ test('captions attached as text in the JSON (Put Captions In: Item JSON), for an
 	const t = await start({ attachCaptions: true, formats: ['txt', 'json'], captionsAs: 'json' });
 	const id = await order(t.url, { title: 'Episode 13' });
 	sb.completeJob(id);
-	await sb.settleDeliveries();
+	await settle();
 	await t.idle();
 	const [item] = t.executions[0];
 	expect(item.binary).toBeUndefined();
@@ -446,7 +485,7 @@ describe('with Attach Captions the event is answered first, then the captions ar
 		// The download meets two 500s first: about a second of retries.
 		sb.injectFault('GET /jobs/{id}/captions', { status: 500, times: 2 });
 		sb.completeJob(id);
-		await sb.settleDeliveries();
+		await settle();
 		const [delivery] = sb.ledger.deliveries.filter((d) => d.jobId === id);
 		expect(delivery.status).toBe(200);
 		await t.idle();

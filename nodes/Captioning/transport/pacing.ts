@@ -75,7 +75,13 @@ class LanePace {
 	private sentInWindow = 0;
 	/** Requests that may go at once: what the service refilled during a hold or a quiet moment. */
 	private burst = 0;
-	private lastStart = 0;
+	/** Since when nothing has been waiting or under way (undefined: something is). */
+	private idleSince: number | undefined = 0;
+	/** The next request starts a quiet lane: nothing waited or went for a while. */
+	private quietStart = false;
+	private lastPassed = 0;
+	/** Requests a second added to the rate per second of requests let through: 5% of the first rate learned. */
+	private increase = 0;
 	private inFlight = 0;
 	/** How many may be under way now: paceLimits.inFlight, less after a 503. */
 	private allowed = paceLimits.inFlight;
@@ -96,6 +102,10 @@ class LanePace {
 				};
 				signal.addEventListener('abort', onAbort, { once: true });
 				ticket.leave = () => signal.removeEventListener('abort', onAbort);
+			}
+			if (this.idleSince !== undefined) {
+				this.quietStart = Date.now() - this.idleSince >= paceLimits.quietMs;
+				this.idleSince = undefined;
 			}
 			this.queue.push(ticket);
 			if (!this.draining) void this.drain();
@@ -130,6 +140,7 @@ class LanePace {
 					if (done) return;
 					done = true;
 					this.inFlight -= 1;
+					if (this.inFlight === 0 && this.queue.length === 0) this.idleSince = Date.now();
 					this.wake?.();
 					this.wake = undefined;
 				});
@@ -140,12 +151,14 @@ class LanePace {
 	}
 
 	private start(now: number): void {
-		if (this.inFlight === 0 && now - this.lastStart >= paceLimits.quietMs) {
-			// A quiet lane: the service has refilled (one second of its rate, as it allows a burst of),
-			// and a rate learned from here on counts from a full start.
+		if (this.quietStart) {
+			// Nothing waited or went for a while: the service has refilled (one second of its rate, as
+			// it allows a burst of), and a rate learned from here on counts from a full start. (The end
+			// of a hold is no such moment: requests waited through it.)
+			this.quietStart = false;
 			this.windowStart = now;
 			this.sentInWindow = 0;
-			if (this.intervalMs > 0) this.burst = Math.max(this.burst, Math.floor(Math.min(now - this.lastStart, 1000) / (this.intervalMs * 1.1)));
+			if (this.intervalMs > 0) this.burst = Math.max(this.burst, Math.floor(1000 / (this.intervalMs * 1.1)));
 		}
 		if (this.burst > 0) {
 			this.burst -= 1;
@@ -153,14 +166,17 @@ class LanePace {
 		} else {
 			this.next = now + this.intervalMs;
 		}
-		this.lastStart = now;
 		this.inFlight += 1;
 	}
 
 	passed(): void {
 		this.sentInWindow += 1;
-		// About 5% faster per second at 50 requests/s, should the estimate have come out low.
-		this.intervalMs *= 0.999;
+		// Faster by a little each second requests are let through (additive: two processes sharing a
+		// limit then settle on shares of it, rather than the first taking it all), should the rate have
+		// come out low or another client of the key have slowed down.
+		const now = Date.now();
+		if (this.intervalMs > 0) this.intervalMs = 1000 / (1000 / this.intervalMs + (this.increase * Math.min(1000, now - this.lastPassed)) / 1000);
+		this.lastPassed = now;
 		this.allowed = Math.min(paceLimits.inFlight, this.allowed + 1 / this.allowed);
 	}
 
@@ -171,17 +187,20 @@ class LanePace {
 		// time plus the hold it asks for now. For a token bucket refilled at L per second and holding
 		// one second of burst this is L, whether the lane burst (the first time) or ran a little fast.
 		// When the hold ends, what it refilled goes at once (a full bucket would waste its refill, and
-		// a batch that ends soon after would leave it unused); then the lane keeps a tenth above that
-		// rate (an estimate that came out low would waste refill too), so the service says 429 again
-		// only every ten seconds or so. Too few requests say nothing of the rate (another client of the
-		// key may have used it up): then the lane only holds, and the window goes on.
+		// a batch that ends soon after would leave it unused); then the lane goes a tenth above that
+		// rate the first time, and at four fifths of its own rate after (so that processes sharing the
+		// limit make room for each other), speeding up a little each second until told again. Too few
+		// requests say nothing of the rate (another client of the key may have used it up): then the
+		// lane only holds, and the window goes on.
 		const ms = now - this.windowStart + retryAfterMs;
 		this.holdUntil = now + retryAfterMs;
 		this.next = Math.max(this.next, this.holdUntil);
 		if (this.sentInWindow < paceLimits.minSample) return;
-		this.intervalMs = ms / this.sentInWindow;
-		this.burst = Math.floor(retryAfterMs / this.intervalMs);
-		this.intervalMs /= 1.1;
+		const measured = (this.sentInWindow * 1000) / ms;
+		const current = this.intervalMs > 0 ? 1000 / this.intervalMs : Infinity;
+		if (this.increase === 0) this.increase = Math.max(0.5, 0.05 * measured);
+		this.intervalMs = 1000 / Math.min(measured * 1.1, current * 0.8);
+		this.burst = Math.floor((retryAfterMs / 1000) * measured);
 		this.windowStart = this.holdUntil;
 		this.sentInWindow = 0;
 	}
