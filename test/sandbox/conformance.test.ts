@@ -9,7 +9,7 @@ import { inflateRawSync } from 'node:zlib';
 import { httpsReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { startS3 } from '../helpers/s3';
+import { startS3 } from '../helpers/s3Bucket';
 
 let sb: Sandbox;
 
