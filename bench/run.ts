@@ -10,7 +10,7 @@ import { binaryRepeat } from './figures/binaryRepeat';
 import { concurrentUploads } from './figures/concurrentUploads';
 import { load } from './figures/load';
 import { pollOverlap } from './figures/pollOverlap';
-import { s3 } from './figures/s3';
+import { s3 } from './figures/s3Orders';
 import { sharedKey } from './figures/sharedKey';
 import { triggerBurst } from './figures/triggerBurst';
 import { triggerBurstCaptions } from './figures/triggerBurstCaptions';

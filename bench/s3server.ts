@@ -2,7 +2,7 @@
 // share the bench's thread with the node it measures. Prints "READY <endpoint> <bucket>" once the
 // objects are stored, then one "REQ <json>" line per finished request (method, url, status, bytes).
 // Usage: node --import tsx bench/s3server.ts [--latency-ms N] <key>=<bytes> …
-import { startS3 } from '../test/helpers/s3';
+import { startS3 } from '../test/helpers/s3Bucket';
 
 async function main() {
 	const args = process.argv.slice(2);

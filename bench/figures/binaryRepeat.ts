@@ -1,7 +1,7 @@
 // 7. Paying once with a Binary File: Job → Create of the 2 GiB file (SHA-256 read, upload, order) and
 // its repeat in the same workflow (SHA-256 read, upload found, order replayed), each against Upload →
 // Create of the same file; peak RSS growth while hashing.
-import { storeBinary } from '../../test/harness/n8n';
+import { storeBinary } from '../../test/engine/workflow';
 import { runCaptioning } from '../../test/helpers/captioning';
 import { generatedMedia } from '../../test/helpers/media';
 import type { Sandbox } from '../../test/helpers/sandbox';

@@ -2,7 +2,7 @@
 // RSS growth.
 import type { INodeExecutionData } from 'n8n-workflow';
 
-import { storeBinary } from '../../test/harness/n8n';
+import { storeBinary } from '../../test/engine/workflow';
 import { runCaptioning } from '../../test/helpers/captioning';
 import { generatedMedia } from '../../test/helpers/media';
 import type { Sandbox } from '../../test/helpers/sandbox';

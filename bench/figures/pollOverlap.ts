@@ -1,12 +1,12 @@
-// 13. The polling trigger under a flood (test/e2e/flood.ts) in real n8n 2.41.1: 300 jobs with
+// 13. The polling trigger under a flood (test/real/flood.ts) in real n8n 2.41.1: 300 jobs with
 // captions finish at once, 10 reads/s, polls every 20 s. The longest time with no request to the
 // service while captions were still to download (a poll that stalls, or polls that leave the key
 // idle between them), and the worst time from the first poll after the flood to a job's report,
 // against what downloading every caption at the read limit takes.
 import path from 'node:path';
 
-import { activateFlood, describePolls, importFlood, runFlood } from '../../test/e2e/flood';
-import { createN8n, installN8n, tempFolder } from '../../test/e2e/n8n';
+import { activateFlood, describePolls, importFlood, runFlood } from '../../test/real/flood';
+import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Section } from '../support';
 import { log, round } from '../support';

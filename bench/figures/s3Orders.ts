@@ -1,4 +1,4 @@
-// 10. Job → Create from an S3 Object of 2 GiB (a real signature-checking S3 server, test/helpers/s3.ts,
+// 10. Job → Create from an S3 Object of 2 GiB (a real signature-checking S3 server, test/helpers/s3Bucket.ts,
 // the object sparse on disk): bytes of it that crossed n8n (the S3 server counts what it sent to each
 // request; n8n's are those signed in the header, the service's carry the signature in the query),
 // and the time to order it against ordering a plain Media URL and a 1 KiB S3 Object, alternating,

@@ -1,12 +1,12 @@
-// 12. One key, many runs at once (test/e2e/sharedKey.ts), in real n8n 2.41.1 at 10 reads/s and 5
+// 12. One key, many runs at once (test/real/manyRunsOneKey.ts), in real n8n 2.41.1 at 10 reads/s and 5
 // writes/s: the burst with Attach Captions, a 100-item Job → Create batch waiting with Poll and the
 // polling trigger reporting 100 finished jobs with captions. The share of all requests answered 429,
 // and the time until the last request against the floor the limits set (what the service let through,
 // at its rates). With n8n's defaults and with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true (section 11).
 import path from 'node:path';
 
-import { createN8n, installN8n, tempFolder } from '../../test/e2e/n8n';
-import { importSharedKey, runSharedKey, SHARED } from '../../test/e2e/sharedKey';
+import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
+import { importSharedKey, runSharedKey, SHARED } from '../../test/real/manyRunsOneKey';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Row, Section } from '../support';

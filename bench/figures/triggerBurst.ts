@@ -1,9 +1,9 @@
 // 9. A burst at the webhook trigger, in real n8n 2.41.1 (installed into the cache if missing, as the
 // e2e suite does): 150 jobs finish within 2 s, each event delivered twice, 10 reads/s; reads per
 // event, and the p95 time until n8n answered a first try, against n8n's own Webhook node given the
-// same burst in the same n8n (test/e2e/burst.ts), bursts alternating, two each.
-import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from '../../test/e2e/burst';
-import { createN8n, installN8n } from '../../test/e2e/n8n';
+// same burst in the same n8n (test/real/burst.ts), bursts alternating, two each.
+import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from '../../test/real/burst';
+import { createN8n, installN8n } from '../../test/real/instance';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Section } from '../support';

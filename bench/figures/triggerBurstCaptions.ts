@@ -5,8 +5,8 @@
 // answered 429. Twice: with n8n's defaults, where n8n builds an expression isolate for every delivery
 // to a community trigger, and with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, which README recommends
 // for bursts (CONTRIBUTING, "n8n's faults").
-import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from '../../test/e2e/burst';
-import { createN8n, installN8n, tempFolder } from '../../test/e2e/n8n';
+import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from '../../test/real/burst';
+import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Row, Section } from '../support';

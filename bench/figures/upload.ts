@@ -1,6 +1,6 @@
 // 1-2. Upload → Create streams 2 GiB from n8n's binary store: peak RSS growth, and its throughput
 // against curl -T of the same file to the same endpoint.
-import { binaryDataService, storeBinary } from '../../test/harness/n8n';
+import { binaryDataService, storeBinary } from '../../test/engine/workflow';
 import { runCaptioning } from '../../test/helpers/captioning';
 import { generatedMedia } from '../../test/helpers/media';
 import type { Sandbox } from '../../test/helpers/sandbox';

@@ -3,8 +3,8 @@
 import type { IExecuteFunctions, INodeType } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
-import { node } from '../../test/harness/n8n';
-import { runUntilWaiting } from '../../test/harness/waiting';
+import { node } from '../../test/engine/workflow';
+import { runUntilWaiting } from '../../test/engine/waiting';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Section } from '../support';
@@ -25,7 +25,7 @@ async function measure() {
 	try {
 		const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60 };
 		const waiting = await runUntilWaiting({
-			nodes: [node('Captioning', 'captioning', parameters, { typeVersion: 1.2 }), node('Next', 'noOp', {})],
+			nodes: [node('Captioning', 'captioning', parameters, { typeVersion: 1 }), node('Next', 'noOp', {})],
 			connections: { Captioning: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
 			nodeName: 'Captioning',
 			nodeTypes: { captioning: new Captioning(), noOp: nextNode },

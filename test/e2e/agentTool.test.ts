@@ -8,11 +8,11 @@ import type { IExecuteFunctions, INodeExecutionData, INodeType } from 'n8n-workf
 import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
-import { node, runWorkflow } from '../harness/n8n';
+import { node, runWorkflow } from '../engine/workflow';
 import { orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { installN8n } from './n8n';
+import { installN8n } from '../real/instance';
 
 interface CalledTool {
 	name: string;
@@ -72,7 +72,7 @@ test('an AI Agent calling Captioning Tool (Job → Get Captions, Job ID from $fr
 				operation: 'getCaptions',
 				jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}",
 				formats: ['txt', 'json'],
-			}, { typeVersion: 1.2 }),
+			}, { typeVersion: 1 }),
 		],
 		connections: { 'Captioning Tool': { [NodeConnectionTypes.AiTool]: [[{ node: 'Agent', type: NodeConnectionTypes.AiTool, index: 0 }]] } },
 		nodeTypes: { agent, captioningTool },

@@ -6,7 +6,7 @@
 // SRT file must equal the service's, and few reads may meet the read limit (the downloads share the
 // key's pace). A download that fails after the answer still starts the workflow, with captions_error,
 // and the event's redelivery starts nothing. The answer times are printed; the bench compares them
-// with n8n's own Webhook node (test/e2e/burst.ts). Versions: N8N_E2E_VERSIONS (default 2.41.1 and
+// with n8n's own Webhook node (test/real/burst.ts). Versions: N8N_E2E_VERSIONS (default 2.41.1 and
 // 1.122.5). n8n 2.x runs with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, as README recommends for
 // bursts: by default it builds an expression isolate for every delivery to a community trigger,
 // which on these 2-core machines alone outlasts the sender's 10 s (CONTRIBUTING, "n8n's faults";
@@ -16,12 +16,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { BurstResult } from './burst';
-import { activateBurstWorkflows, BURST_CAPTIONS_WORKFLOW, BURST_EVENTS, burstUrl, fireBurst, importBurstWorkflows, srtPath } from './burst';
-import type { Execution } from './executions';
-import { executionsApi } from './executions';
-import type { N8n } from './n8n';
-import { createN8n, installN8n, tempFolder } from './n8n';
+import type { BurstResult } from '../real/burst';
+import { activateBurstWorkflows, BURST_CAPTIONS_WORKFLOW, BURST_EVENTS, burstUrl, fireBurst, importBurstWorkflows, srtPath } from '../real/burst';
+import type { Execution } from '../real/executions';
+import { executionsApi } from '../real/executions';
+import type { N8n } from '../real/instance';
+import { createN8n, installN8n, tempFolder } from '../real/instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const BURST = BURST_EVENTS;

@@ -5,11 +5,11 @@
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { N8n } from './n8n';
-import type { Execution } from './executions';
-import { executionsApi } from './executions';
-import { createN8n, installN8n, tempJson } from './n8n';
-import { batchWaitWorkflow } from './workflows';
+import type { N8n } from '../real/instance';
+import type { Execution } from '../real/executions';
+import { executionsApi } from '../real/executions';
+import { createN8n, installN8n, tempJson } from '../real/instance';
+import { batchWaitWorkflow } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningWebhookWait';

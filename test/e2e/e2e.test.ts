@@ -7,8 +7,8 @@ import path from 'node:path';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { N8n } from './n8n';
-import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
+import type { N8n } from '../real/instance';
+import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningSandbox';

@@ -3,16 +3,16 @@
 // every 10 s: the downloads (30 s at the read limit) outlast the interval, and n8n starts the next
 // poll on time whether or not the last one has ended. Every job must be reported once and its SRT
 // written once; no poll may stall (n8n 2.41.1 frees the expression isolate of a poll that an
-// overlapping one started, test/e2e/flood.ts): no moment over 2 s without a request to the service
+// overlapping one started, test/real/flood.ts): no moment over 2 s without a request to the service
 // while captions are still to download. Prints the list reads, each reporting poll's reads and the
 // time until the last job was reported. Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5).
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { activateFlood, describePolls, importFlood, runFlood } from './flood';
-import type { N8n } from './n8n';
-import { createN8n, installN8n, tempFolder } from './n8n';
+import { activateFlood, describePolls, importFlood, runFlood } from '../real/flood';
+import type { N8n } from '../real/instance';
+import { createN8n, installN8n, tempFolder } from '../real/instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const FLOOD = { jobs: 300, everySeconds: 10, readLimit: 10 };

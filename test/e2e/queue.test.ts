@@ -9,15 +9,15 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFi
 import path from 'node:path';
 
 import { tlsPair } from '../helpers/https';
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { N8n, N8nProcess } from './n8n';
-import { createN8n, freePort, installN8n, tempFolder, tempJson, tls } from './n8n';
-import type { Service } from './services';
-import { ensurePackages, startPostgres, startRedis } from './services';
-import { batchWaitWorkflow } from './workflows';
+import type { N8n, N8nProcess } from '../real/instance';
+import { createN8n, freePort, installN8n, tempFolder, tempJson, tls } from '../real/instance';
+import type { Service } from '../real/services';
+import { ensurePackages, startPostgres, startRedis } from '../real/services';
+import { batchWaitWorkflow } from '../real/workflows';
 import { request } from 'undici';
 
 const VERSION = '2.41.1';
@@ -64,8 +64,8 @@ function batchWorkflow(id: string, glob: string, out: string): string {
 	return chain(id, 'Queue: caption a folder', [
 		['Files Arrived', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'caption-folder', responseMode: 'onReceived', options: {} }, { webhookId: '7d1e2f30-4a5b-4c6d-8e9f-0a1b2c3d4e5f' }],
 		['Read Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: glob, options: {} }],
-		['Order and Wait', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data', title: '={{ $binary.data.fileName }}', waitForCompletion: 'poll', pollInterval: 2, timeout: 10 }, { credentials }],
-		['Get Captions', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, { credentials }],
+		['Order and Wait', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data', title: '={{ $binary.data.fileName }}', waitForCompletion: 'poll', pollInterval: 2, timeout: 10 }, { credentials }],
+		['Get Captions', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, { credentials }],
 		['Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${out}/{{ $binary.data.fileName }}`, dataPropertyName: 'data', options: {} }],
 	]);
 }
@@ -75,7 +75,7 @@ function bigFileWorkflow(id: string, file: string): string {
 	return chain(id, 'Queue: a file over the limit', [
 		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'too-big', responseMode: 'onReceived', options: {} }, { webhookId: '0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f' }],
 		['Read File', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: file, options: {} }],
-		['Upload', 'n8n-nodes-captioning.captioning', 1.1, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { credentials }],
+		['Upload', 'n8n-nodes-captioning.captioning', 1, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { credentials }],
 	]);
 }
 
@@ -84,7 +84,7 @@ function s3ObjectWorkflow(id: string, bucket: string, key: string): string {
 	return chain(id, 'Queue: caption a 2 GiB S3 object', [
 		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 's3-object', responseMode: 'onReceived', options: {} }, { webhookId: '5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c' }],
 		['Object', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) }],
-		['Order', 'n8n-nodes-captioning.captioning', 1.2, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}' }, { credentials: { ...credentials, captioningS3Api: { id: 'queueS3', name: 'queueS3' } } }],
+		['Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}' }, { credentials: { ...credentials, captioningS3Api: { id: 'queueS3', name: 'queueS3' } } }],
 	]);
 }
 

@@ -6,12 +6,12 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { N8n } from './n8n';
-import { createN8n, installN8n, tempFolder, tempJson } from './n8n';
+import type { N8n } from '../real/instance';
+import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const API_CREDENTIAL = 'captioningS3E2eApi';
@@ -32,8 +32,8 @@ function s3Workflow(id: string, bucket: string, key: string, folder: string): st
 		nodes: [
 			node('Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
 			node('Object', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) }, 200),
-			node('Order', 'n8n-nodes-captioning.captioning', 1.2, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}', waitForCompletion: 'poll', pollInterval: 1, timeout: 5 }, 400, { credentials }),
-			node('Captions', 'n8n-nodes-captioning.captioning', 1.2, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, 600, { credentials: { captioningApi: credentials.captioningApi } }),
+			node('Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}', waitForCompletion: 'poll', pollInterval: 1, timeout: 5 }, 400, { credentials }),
+			node('Captions', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, 600, { credentials: { captioningApi: credentials.captioningApi } }),
 			node('Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${folder}/{{ $execution.id }}.srt`, dataPropertyName: 'data', options: {} }, 800),
 		],
 		connections: Object.fromEntries(names.slice(0, -1).map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }])),

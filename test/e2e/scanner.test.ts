@@ -6,7 +6,7 @@ import { appendFileSync, cpSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { installN8n, packPackage, tempFolder } from './n8n';
+import { installN8n, packPackage, tempFolder } from '../real/instance';
 
 const run = promisify(execFile);
 const SCANNER = 'scanner-0.32.0';

@@ -9,7 +9,7 @@ const { commonPollingParameters } = require('n8n-core/dist/nodes-loader/constant
 import type { ICredentialDataDecryptedObject, IDataObject, INode, INodeExecutionData, INodeProperties, INodeType, WorkflowActivateMode, WorkflowExecuteMode } from 'n8n-workflow';
 import { Workflow } from 'n8n-workflow';
 
-import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './n8n';
+import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './workflow';
 
 export interface PolledTrigger {
 	/** Activates the workflow: the first poll, then static data saved. */

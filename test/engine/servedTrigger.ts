@@ -18,7 +18,7 @@ import type {
 import { Workflow } from 'n8n-workflow';
 
 import { tlsPair } from '../helpers/https';
-import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './n8n';
+import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './workflow';
 
 export interface ServedTrigger {
 	/** The production URL of the trigger, as n8n shows it. */

@@ -12,8 +12,8 @@ import type { INodeType, IRunExecutionData, IWebhookData, IWebhookDescription } 
 import { Workflow } from 'n8n-workflow';
 
 import { tlsPair } from '../helpers/https';
-import type { RunOptions, RunResult } from './n8n';
-import { additionalDataFor, HarnessNodeTypes, runWorkflow } from './n8n';
+import type { RunOptions, RunResult } from './workflow';
+import { additionalDataFor, HarnessNodeTypes, runWorkflow } from './workflow';
 
 export interface WaitingExecution {
 	/** The run until the execution was put to wait. */

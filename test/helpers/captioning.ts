@@ -2,8 +2,8 @@
 import type { ICredentialDataDecryptedObject, IDataObject, IExecuteContextData, INode, INodeExecutionData, WorkflowExecuteMode } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
-import type { RunResult } from '../harness/n8n';
-import { node, runWorkflow } from '../harness/n8n';
+import type { RunResult } from '../engine/workflow';
+import { node, runWorkflow } from '../engine/workflow';
 import type { Sandbox } from './sandbox';
 
 export const NODE = 'Captioning';
@@ -34,8 +34,7 @@ export async function runCaptioning(
 	} = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
-		// The newest version, as n8n adds a new node; a test of version 1 passes { typeVersion: 1 }.
-		nodes: [node(NODE, 'captioning', parameters, { typeVersion: 1.2, ...options.settings })],
+		nodes: [node(NODE, 'captioning', parameters, { typeVersion: 1, ...options.settings })],
 		workflowId: options.workflowId ?? `workflow-${++workflows}`,
 		mode: options.mode,
 		contextData: options.contextData,

@@ -4,7 +4,8 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INo
 import { ExpressionError, NodeApiError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
-import { apiRequest, listJobs, sendWithRetries } from '../../nodes/Captioning/transport';
+import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
+import { listJobs } from '../../nodes/Captioning/transport/jobs';
 import { downloadFile, putUploadBytes } from '../../nodes/Captioning/transport/files';
 import type { RetryPolicy } from '../../nodes/Captioning/transport';
 

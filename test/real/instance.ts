@@ -1,4 +1,4 @@
-// Real n8n for the e2e tests and the demo: installed into a cache folder (test/e2e/install-n8n.sh),
+// Real n8n for the e2e tests and the demo: installed into a cache folder (test/real/install-n8n.sh),
 // this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
 // self-signed certificate, driven through its CLI and REST API.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';

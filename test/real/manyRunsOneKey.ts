@@ -1,7 +1,7 @@
 // Many runs at once on one workspace key in real n8n, for the bench: the service allows 10 reads a
 // second (per key) and 5 writes (per workspace), and at the same moment
 // - a burst of 150 job events reaches the Captioning Trigger with Attach Captions (SRT), each event
-//   delivered twice (test/e2e/burst.ts);
+//   delivered twice (test/real/burst.ts);
 // - a batch of 100 items goes into Job → Create, Wait for Completion: Poll every 2 s (as the
 //   order-and-wait template waits), its jobs short enough that the limits set the pace;
 // - the Captioning Polling Trigger (every 10 s, Attach Captions) reports 100 finished jobs.
@@ -14,8 +14,8 @@ import type { Sandbox } from '../helpers/sandbox';
 import { BURST_CREDENTIAL_ID, fireBurst, importBurstWorkflows, prepareBurst } from './burst';
 import { executionsApi } from './executions';
 import { pollingWorkflow } from './flood';
-import type { N8n } from './n8n';
-import { tempJson } from './n8n';
+import type { N8n } from './instance';
+import { tempJson } from './instance';
 import { batchWaitWorkflow } from './workflows';
 
 const BATCH_WORKFLOW = 'wfSharedBatch01';

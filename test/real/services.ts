@@ -5,7 +5,7 @@ import { chmodSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
-import { freePort, tempFolder } from './n8n';
+import { freePort, tempFolder } from './instance';
 
 const run = promisify(execFile);
 const PG_BIN = '/usr/lib/postgresql/15/bin';
