@@ -7,7 +7,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import { createSandbox } from '../test/helpers/sandbox';
-import { createN8n, installN8n, tempJson } from '../test/e2e/n8n';
+import { createN8n, installN8n, tempJson } from '../test/real/instance';
 
 const N8N_VERSION = process.env.N8N_DEMO_VERSION ?? '2.41.1';
 const out = path.resolve(__dirname, '..', 'captions-out');

@@ -11,8 +11,8 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
-import { testS3Credential } from './helpers/s3Source';
-import { resume } from './helpers/webhookWait';
+import { testS3Credential } from './media/s3Object';
+import { resume } from './waiting/webhook';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
 
@@ -22,12 +22,9 @@ export class Captioning implements INodeType {
 		name: 'captioning',
 		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
 		group: ['transform'],
-		// 1.1: a batch is checked whole before the first request, and runs its items together
-		// (Batching → Concurrency); version 1 keeps working item by item.
-		// 1.2: Job → Create's Automatic idempotency places the same order once over the workflow's
-		// whole life (a re-run replays too); 1 and 1.1 still order again on a new run.
-		version: [1, 1.1, 1.2],
-		defaultVersion: 1.2,
+		// One version before the first release. From the first publish on, a change of behaviour goes
+		// behind a new version, as n8n's own nodes do (CONTRIBUTING, "Versions").
+		version: 1,
 		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
 		description: 'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
 		defaults: { name: 'Captioning' },

@@ -1,16 +1,17 @@
 import type { IDataObject, INodeExecutionData, INodeType, INodeTypeDescription, IPollFunctions } from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
-import type { EventType } from '../Captioning/helpers/events';
-import { attachCaptionsFields, attachSettings, EVENT_OF_STATUS, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
-import type { Job } from '../Captioning/helpers/types';
-import { jobPages } from '../Captioning/transport';
-import type { PollState } from './poll';
-import { finishedSince, firstState, leaveForNext, REMEMBERED_REPORTS } from './poll';
+import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
+import { attachSettings, jobEventItem } from '../Captioning/events/item';
+import { metadataFilterFields, metadataMatches } from '../Captioning/listing/filters';
+import type { EventType } from '../Captioning/model/events';
+import { EVENT_OF_STATUS } from '../Captioning/model/events';
+import type { Job } from '../Captioning/model/types';
+import { jobPages } from '../Captioning/transport/jobs';
+import { DEFAULT_CONCURRENCY, RunSlots, useRunSlots } from '../Captioning/transport/runSlots';
+import type { PollState } from './cursor';
+import { finishedSince, firstState, leaveForNext, REMEMBERED_REPORTS } from './cursor';
 import { reportBudgetMs, takeTurn } from './schedule';
-import { DEFAULT_CONCURRENCY } from '../Captioning/helpers/batch';
-import { metadataFilterFields, metadataMatches } from '../Captioning/helpers/filters';
-import { RunSlots, useRunSlots } from '../Captioning/transport/pacing';
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {

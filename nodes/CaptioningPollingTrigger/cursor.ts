@@ -14,9 +14,9 @@
 import type { IPollFunctions, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { isFinal } from '../Captioning/helpers/wait';
-import type { Job } from '../Captioning/helpers/types';
-import { apiRequest, jobPages, segment } from '../Captioning/transport';
+import { isFinal } from '../Captioning/model/events';
+import type { Job } from '../Captioning/model/types';
+import { jobPages, readJob } from '../Captioning/transport/jobs';
 
 /**
  * Finished jobs a poll found but left to the next (past its budget), as read: in this process's
@@ -62,9 +62,9 @@ async function openJobs(ctx: IPollFunctions): Promise<Job[]> {
 }
 
 /** One job, or undefined when the service no longer has it (404). */
-async function readJob(ctx: IPollFunctions, id: string): Promise<Job | undefined> {
+async function readIfThere(ctx: IPollFunctions, id: string): Promise<Job | undefined> {
 	try {
-		return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`)).body;
+		return await readJob(ctx, id);
 	} catch (error) {
 		if (error instanceof NodeApiError && error.httpCode === '404') return undefined;
 		// Both constructors hand back an error that already is of their class, unchanged.
@@ -137,7 +137,7 @@ export async function finishedSince(ctx: IPollFunctions, state: PollState): Prom
 		const stillOpen = unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
 		for (const id of unseen) {
 			if (stillOpen.has(id)) continue;
-			const job = await readJob(ctx, id);
+			const job = await readIfThere(ctx, id);
 			if (!job) {
 				// Deleted, or not in this workspace any more: nothing more will come of it.
 				delete open[id];

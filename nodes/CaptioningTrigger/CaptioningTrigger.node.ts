@@ -8,13 +8,15 @@ import type {
 } from 'n8n-workflow';
 import { NodeConnectionTypes } from 'n8n-workflow';
 
-import type { AttachSettings } from '../Captioning/helpers/triggers';
-import { attachCaptionsFields, attachSettings, eventsField, jobEventItem } from '../Captioning/helpers/triggers';
-import type { Job } from '../Captioning/helpers/types';
-import type { CaptioningEvent, EventType } from '../Captioning/helpers/events';
-import { backsUp, eventProblem, eventRead, respond } from '../Captioning/helpers/events';
-import { asTry, claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches, tryUnderWay } from './events';
+import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
+import type { AttachSettings } from '../Captioning/events/item';
+import { attachSettings, jobEventItem } from '../Captioning/events/item';
+import { backsUp, eventRead, respond } from '../Captioning/events/verify';
+import type { CaptioningEvent, EventType } from '../Captioning/model/events';
+import { eventProblem } from '../Captioning/model/events';
+import type { Job } from '../Captioning/model/types';
 import { afterAnswers, arrived } from './answers';
+import { asTry, claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches, tryUnderWay } from './claims';
 import { readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
@@ -125,10 +127,12 @@ async function handleDelivery(this: IWebhookFunctions, answered: () => void): Pr
 			const job = await asTry(this, event, async () => await acceptEvent(this, event));
 			answered();
 			if (!job) return { noWebhookResponse: true };
-			await afterAnswers();
-			// Answered: now the captions (paced with every other read of the key, retried). A download
-			// that finally fails still starts the workflow, with captions_error: the service will not
-			// send this event again, and a redelivery of it stays a duplicate.
+			// Answered: now the captions (paced with every other read of the key, retried), once no other
+			// delivery waits for its answer. A download that finally fails still starts the workflow, with
+			// captions_error: the service will not send this event again, and a redelivery of it stays a
+			// duplicate. Without captions to download the workflow starts at once: n8n 2.x holds an
+			// expression isolate for each delivery until its webhook() returns (answers.ts).
+			if (attach && event.type === 'job.completed') await afterAnswers();
 			const verified = this.getNodeParameter('verify', true) as boolean;
 			const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified }, { attach, settle: true });
 			return { noWebhookResponse: true, workflowData: [[item]] };

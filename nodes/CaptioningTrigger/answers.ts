@@ -4,7 +4,11 @@
 // A delivery not answered within the service's 10 s is given up on and sent again, which adds to the
 // burst. So in this process the triggers answer first: once an event is answered, its captions are
 // downloaded and its execution started only when no delivery is waiting for an answer and none has
-// come for a moment (or, under a stream that never pauses, after `maxDeferMs`).
+// come for a moment (or, under a stream that never pauses, after `maxDeferMs`). Only events with
+// captions to download wait: n8n 2.x (with its default expression engine settings) holds an isolate
+// for every delivery until the trigger's webhook() returns, so an event with nothing to download
+// starts its workflow at once rather than hold one (measured: 150 events, each twice, without
+// captions: p95 answer 19.7 s with every event waiting, against 10.7 s for n8n's Webhook node).
 import { pause } from '../Captioning/transport';
 
 export const answerLimits = {

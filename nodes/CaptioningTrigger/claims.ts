@@ -2,7 +2,7 @@
 import type { IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
-import type { CaptioningEvent } from '../Captioning/helpers/events';
+import type { CaptioningEvent } from '../Captioning/model/events';
 
 /** How many handled events the node remembers: enough for any redelivery window, small in static data. */
 export const REMEMBERED_EVENTS = 500;
@@ -44,11 +44,11 @@ const claimedInProcess = new Map<string, { handledEvents: string[]; forgottenBef
 const memoryKey = (ctx: IWebhookFunctions) => `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}`;
 
 /** The two memories: this process's, and the node's static data (kept across restarts). */
-function memories(ctx: IWebhookFunctions): Array<{ handledEvents: string[]; forgottenBefore?: number; eventIds?: unknown }> {
+function memories(ctx: IWebhookFunctions): Array<{ handledEvents: string[]; forgottenBefore?: number }> {
 	const key = memoryKey(ctx);
 	let inProcess = claimedInProcess.get(key);
 	if (!inProcess) claimedInProcess.set(key, (inProcess = { handledEvents: [] }));
-	const data = ctx.getWorkflowStaticData('node') as { handledEvents?: string[]; forgottenBefore?: number; eventIds?: unknown };
+	const data = ctx.getWorkflowStaticData('node') as { handledEvents?: string[]; forgottenBefore?: number };
 	if (!Array.isArray(data.handledEvents)) data.handledEvents = [];
 	return [inProcess, data as { handledEvents: string[] }];
 }
@@ -63,9 +63,7 @@ export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Clai
 	const all = memories(ctx);
 	// Compared encoded, field by field: a burst checks hundreds of lines per event.
 	const [job, type, id] = format(entryOf(event)).split(' ');
-	// Version 1 of this node remembered event ids alone, under eventIds: still honoured.
-	const legacy = all.flatMap((m) => (Array.isArray(m.eventIds) ? (m.eventIds as string[]) : []));
-	if (legacy.includes(event.id) || all.some((m) => m.handledEvents.some((line) => line.split(' ', 3)[2] === id))) return 'redelivery';
+	if (all.some((m) => m.handledEvents.some((line) => line.split(' ', 3)[2] === id))) return 'redelivery';
 	if (all.some((m) => m.handledEvents.some((line) => line.startsWith(`${job} ${type} `)))) return 'replay';
 	for (const m of all) m.handledEvents.push(format(entryOf(event)));
 	return 'new';

@@ -15,11 +15,11 @@
 // of a trigger in one process (in queue mode, in each webhook process, each with its own).
 import type { IWebhookFunctions } from 'n8n-workflow';
 
-import type { CaptioningEvent } from '../Captioning/helpers/events';
-import { verificationProblem } from '../Captioning/helpers/events';
-import type { Job } from '../Captioning/helpers/types';
-import { isFinal, readJobsSettled } from '../Captioning/helpers/wait';
+import type { CaptioningEvent } from '../Captioning/model/events';
+import { isFinal, verificationProblem } from '../Captioning/model/events';
+import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, pause } from '../Captioning/transport';
+import { readJobsSettled } from '../Captioning/transport/jobs';
 
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */

@@ -5,7 +5,7 @@
 import type { IDataObject, INodeType, INodeTypeDescription } from 'n8n-workflow';
 
 import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
-import { node, runWorkflow } from '../harness/n8n';
+import { node, runWorkflow } from '../engine/workflow';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 

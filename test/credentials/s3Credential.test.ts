@@ -8,8 +8,8 @@ import type { AddressInfo } from 'node:net';
 import type { ICredentialDataDecryptedObject, ICredentialTestFunctions } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node';
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { proxyRequestToAxios } = require('n8n-core/dist/execution-engine/node-execution-context/utils/request-helpers/legacy-request-adapter') as {

@@ -1,9 +1,9 @@
-// Batches (node version 1.1) in n8n's engine against the sandbox: every item checked before the
+// Batches in n8n's engine against the sandbox: every item checked before the
 // first request, requests within Batching → Concurrency and one shared pacing, waits together,
 // outputs in input order and paired, exactly one job and one charge per item whatever fails.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
-import { storeBinary } from '../harness/n8n';
+import { storeBinary } from '../engine/workflow';
 import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
@@ -61,20 +61,10 @@ describe('concurrency', () => {
 		expect(Date.now() - started).toBeLessThan(12 * 150);
 	});
 
-	test('the default is 4; version 1 of the node keeps ordering one item at a time', async () => {
+	test('the default is 4', async () => {
 		sb.setLatency(60);
 		await runCaptioning(sb, create(), { input: urls(10) });
 		expect(sb.maxInFlight()).toBe(4);
-		sb.resetLedger();
-		await runCaptioning(sb, create({ batching: { concurrency: 8 } }), { input: urls(6), settings: { typeVersion: 1 } });
-		expect(sb.maxInFlight()).toBe(1);
-		expect(sb.ledger.jobs).toHaveLength(6);
-	});
-
-	test('version 1 still orders the items before a bad one, as it always did', async () => {
-		const run = await runCaptioning(sb, create(), { input: urls(3, { 1: 'ftp://x' }), settings: { typeVersion: 1 } });
-		expect(run.failure).toMatchObject({ context: { itemIndex: 1 } });
-		expect(sb.ledger.jobs).toHaveLength(1);
 	});
 
 	test('binary files upload together (streamed, each whole), within the limit', async () => {

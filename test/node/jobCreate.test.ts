@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { IDataObject } from 'n8n-workflow';
 
-import { storeBinary } from '../harness/n8n';
+import { storeBinary } from '../engine/workflow';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -154,18 +154,9 @@ describe('idempotency', () => {
 		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
-	test('version 1.1: automatic keys differ between equal items of a run and between runs', async () => {
-		const settings = { typeVersion: 1.1 };
-		await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }], settings, workflowId: 'keys-1.1' });
-		await runCaptioning(sb, create({}), { settings, workflowId: 'keys-1.1' });
-		const keys = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.idempotencyKey);
-		expect(new Set(keys).size).toBe(3);
-		expect(sb.ledger.jobs).toHaveLength(3);
-	});
-
-	test('version 1.2: the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
-		const first = await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }], workflowId: 'keys-1.2' });
-		const second = await runCaptioning(sb, create({}), { workflowId: 'keys-1.2' });
+	test('the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
+		const first = await runCaptioning(sb, create({}), { input: [{ json: {} }, { json: {} }], workflowId: 'keys-auto' });
+		const second = await runCaptioning(sb, create({}), { workflowId: 'keys-auto' });
 		expect(sb.ledger.jobs).toHaveLength(1);
 		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.status)).toEqual([201, 200]);
 		expect([...first.items, ...second.items].map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual([
@@ -174,7 +165,7 @@ describe('idempotency', () => {
 			[sb.ledger.jobs[0].id, true],
 		]);
 		// Another workflow (or another node) ordering the same media is another order.
-		await runCaptioning(sb, create({}), { workflowId: 'keys-1.2-other' });
+		await runCaptioning(sb, create({}), { workflowId: 'keys-auto-other' });
 		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
@@ -231,15 +222,13 @@ describe('waiting for completion', () => {
 		expect(run.items[0].json).toMatchObject({ id: sb.ledger.jobs[0].id, status: 'queued' });
 	});
 
-	test.each<[string, IDataObject, IDataObject[], RegExp, number]>([
-		['n8n without HTTPS', {}, [{}], /n8n's webhook address http:\/\/127\.0\.0\.1:5678 is not HTTPS/, 1.2],
-		['more than one item in node version 1', {}, [{}, {}], /takes one item per execution in node version 1; this node received 2/, 1],
-		['a Webhook URL option as well', { options: { webhookUrl: 'https://hooks.example.com/x' } }, [{}], /cannot be combined with Wait for Completion: On Webhook/, 1.2],
-	])('On Webhook refuses %s before ordering', async (_name, params, items, message, typeVersion) => {
+	test.each<[string, IDataObject, RegExp]>([
+		['n8n without HTTPS', {}, /n8n's webhook address http:\/\/127\.0\.0\.1:5678 is not HTTPS/],
+		['a Webhook URL option as well', { options: { webhookUrl: 'https://hooks.example.com/x' } }, /cannot be combined with Wait for Completion: On Webhook/],
+	])('On Webhook refuses %s before ordering', async (_name, params, message) => {
 		const run = await runCaptioning(sb, create({ waitForCompletion: 'webhook', timeout: 10, ...params }), {
-			input: items.map((json) => ({ json })),
+			input: [{ json: {} }],
 			webhookWaitingBaseUrl: _name === 'n8n without HTTPS' ? undefined : 'https://n8n.example.com/webhook-waiting',
-			settings: { typeVersion },
 		});
 		expect(run.failure).toMatchObject({ name: 'NodeOperationError', message: expect.stringMatching(message) });
 		expect(sb.ledger.requests).toHaveLength(0);

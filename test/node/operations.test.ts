@@ -3,8 +3,8 @@
 import { inflateRawSync } from 'node:zlib';
 import type { IDataObject } from 'n8n-workflow';
 
-import { captionLimits } from '../../nodes/Captioning/helpers/captions';
-import { binaryDataService, storeBinary } from '../harness/n8n';
+import { captionLimits } from '../../nodes/Captioning/captions';
+import { binaryDataService, storeBinary } from '../engine/workflow';
 import { MEDIA, NODE, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';

@@ -1,11 +1,11 @@
 // Paying once across executions, in n8n's engine against the sandbox: a Retry of a failed
 // execution (a new execution id, n8n's copy of the node context), a crashed execution's Retry (a
 // new execution id, an empty context), a second run over the same input, Binary File sources run
-// twice. n8n's deduplication store is the harness's in-memory one (test/harness/processed.ts).
+// twice. n8n's deduplication store is the harness's in-memory one (test/engine/processed.ts).
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
-import { storeBinary } from '../harness/n8n';
-import { clearProcessedData } from '../harness/processed';
+import { storeBinary } from '../engine/workflow';
+import { clearProcessedData } from '../engine/processed';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -24,27 +24,24 @@ async function videos(names: string[], bytes: (name: string) => string = (name) 
 	return await Promise.all(names.map(async (name) => ({ json: { name }, binary: await storeBinary(Buffer.from(bytes(name)), { fileName: `${name}.mp4`, mimeType: 'video/mp4' }) })));
 }
 
-describe.each([1.2, 1.1, 1])('node version %s: a failed batch, then the execution\'s Retry', (typeVersion) => {
+describe('a failed batch, then the execution\'s Retry', () => {
 	test('every item one job and one charge in all; the retry replays what was ordered', async () => {
 		const workflowId = newWorkflow();
 		const input = urls(['a', 'b', 'c', 'd', 'e']);
 		// Items go one at a time; the fourth order is refused (not retried), so the node stops after three.
 		sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', message: 'Injected refusal', after: 3 });
 		const params = create({ batching: { concurrency: 1 } });
-		const failed = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'trigger' });
+		const failed = await runCaptioning(sb, params, { input, workflowId, mode: 'trigger' });
 		expect(failed.failure?.message).toMatch(/^Injected refusal/);
 		const ordered = sb.ledger.jobs.map((j) => j.id);
 		expect(ordered.length).toBeGreaterThanOrEqual(3);
 		expect(ordered.length).toBeLessThan(5);
-		const replays =
-			typeVersion >= 1.2
-				? "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again."
-				: "Retry On Fail and the execution's Retry (also of a crashed execution) replay these orders instead of paying for them again; a new run orders them again (node version 1.2 replays it too).";
+		const replays = "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
 		expect(failed.failure!.description).toContain(`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`);
 		expect(failed.failure!.description!.endsWith(replays)).toBe(true);
 
 		// n8n's Retry: a new execution id, the failed node's input and node context copied.
-		const retried = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'retry', contextData: failed.contextData() });
+		const retried = await runCaptioning(sb, params, { input, workflowId, mode: 'retry', contextData: failed.contextData() });
 		expect(retried.failure).toBeUndefined();
 		expect(counts()).toMatchObject({ jobs: 5, charges: 5 });
 		const jobOf = (url: string) => sb.ledger.jobs.find((j) => j.body.media_url === url)!.id;
@@ -54,7 +51,7 @@ describe.each([1.2, 1.1, 1])('node version %s: a failed batch, then the executio
 	});
 });
 
-describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then the crashed execution is retried', (typeVersion) => {
+describe('n8n crashes during a Poll wait, then the crashed execution is retried', () => {
 	test.each(['url', 'binary'])('source %s: the retry (empty context) replays every order; the next node gets the jobs first ordered', async (source) => {
 		const workflowId = newWorkflow();
 		sb.setTiming({ queuedMs: 50, processingMs: 400 });
@@ -64,7 +61,6 @@ describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then
 		const crashed = await runCaptioning(sb, params, {
 			input,
 			workflowId,
-			settings: { typeVersion },
 			mode: 'trigger',
 			// Once the three orders are in (and the wait has begun).
 			onStart: (cancel) => {
@@ -80,7 +76,7 @@ describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then
 		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
 		const first = sb.ledger.jobs.map((j) => j.id);
 
-		const retried = await runCaptioning(sb, params, { input, workflowId, settings: { typeVersion }, mode: 'retry' });
+		const retried = await runCaptioning(sb, params, { input, workflowId, mode: 'retry' });
 		expect(retried.failure).toBeUndefined();
 		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
 		// Each item gets the job first ordered for it (binary orders go out concurrently, in any order).
@@ -91,7 +87,7 @@ describe.each([1.2, 1.1])('node version %s: n8n crashes during a Poll wait, then
 	});
 });
 
-describe('version 1.2: a new run over the same input replays', () => {
+describe('a new run over the same input replays', () => {
 	test('a listing that gains a file in front orders only the new file', async () => {
 		const workflowId = newWorkflow();
 		await runCaptioning(sb, create(), { input: urls(['one', 'two']), workflowId, mode: 'trigger' });
@@ -113,25 +109,18 @@ describe('version 1.2: a new run over the same input replays', () => {
 		expect(counts()).toMatchObject({ jobs: 4, charges: 4 });
 	});
 
-	test('version 1.1 keeps ordering again on a new run (saved workflows do what they did)', async () => {
-		const workflowId = newWorkflow();
-		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId, settings: { typeVersion: 1.1 }, mode: 'trigger' });
-		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId, settings: { typeVersion: 1.1 }, mode: 'trigger' });
-		expect(counts()).toMatchObject({ jobs: 2, charges: 2 });
-	});
 });
 
 describe('Binary File sources repeat cleanly', () => {
 	test.each([
-		['Custom Key, version 1.1 (the templates)', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }, 1.1],
-		['Custom Key, version 1.2', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }, 1.2],
-		['Automatic, version 1.2', {}, 1.2],
-	])('%s, run twice: one upload, one job, one charge; the second run replayed, no 409', async (_name, idempotency, typeVersion) => {
+		['Custom Key (the templates)', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }],
+		['Automatic', {}],
+	])('%s, run twice: one upload, one job, one charge; the second run replayed, no 409', async (_name, idempotency) => {
 		const workflowId = newWorkflow();
 		const params = create({ source: 'binary', binaryPropertyName: 'data', ...idempotency });
-		const first = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, settings: { typeVersion }, mode: 'trigger' });
+		const first = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, mode: 'trigger' });
 		// The second run downloads the files again: new binary ids, the same bytes.
-		const second = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, settings: { typeVersion }, mode: 'trigger' });
+		const second = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, mode: 'trigger' });
 		expect(second.failure).toBeUndefined();
 		expect(counts()).toEqual({ jobs: 2, charges: 2, uploads: 2 });
 		expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(first.items.map((i) => [i.json.id, true]));

@@ -1,13 +1,13 @@
 // Job → Create with Source S3 Object, in n8n's engine against the sandbox and a real
-// signature-checking S3 server (@20minutes/s3rver, test/helpers/s3.ts): one HEAD per object from
+// signature-checking S3 server (@20minutes/s3rver, test/helpers/s3Bucket.ts): one HEAD per object from
 // n8n, the signed link fetched by the sandbox as the service would, no media byte through n8n, the
 // checks before any order, paying once across executions, and the link kept out of outputs and errors.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
-import { clearProcessedData } from '../harness/processed';
+import { clearProcessedData } from '../engine/processed';
 import { runCaptioning } from '../helpers/captioning';
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
 
@@ -93,12 +93,6 @@ test('a batch: every object checked before the first order, ordered concurrently
 	expect(sb.ledger.jobs).toHaveLength(5);
 	await fetched(5);
 	expect(sb.ledger.mediaFetches.map((f) => f.status)).toEqual([206, 206, 206, 206, 206]);
-});
-
-test('node version 1 (item by item): each object checked, then ordered', async () => {
-	const run = await runCaptioning(sb, create(), { input: objects(['videos/a.mp4', 'videos/b.mp4']), s3: credential(), settings: { typeVersion: 1 } });
-	expect(run.items.map((i) => i.json.title)).toEqual(['a.mp4', 'b.mp4']);
-	expect(fromN8n().map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
 });
 
 describe('checked before any order: each problem names bucket and key and orders nothing', () => {

@@ -1,12 +1,12 @@
 // Wait for Completion: On Webhook for whole batches, in n8n's engine against the sandbox: the
 // execution waits once for all its jobs, the service's events resume it when the last job is final
-// (test/harness/waiting.ts plays n8n's waiting webhooks), and a resume by Timeout hands on the jobs.
+// (test/engine/waiting.ts plays n8n's waiting webhooks), and a resume by Timeout hands on the jobs.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
-import { node } from '../harness/n8n';
-import type { WaitingExecution } from '../harness/waiting';
-import { runUntilWaiting } from '../harness/waiting';
+import { node } from '../engine/workflow';
+import type { WaitingExecution } from '../engine/waiting';
+import { runUntilWaiting } from '../engine/waiting';
 import { MEDIA } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
@@ -31,10 +31,10 @@ afterEach(async () => {
 let workflows = 0;
 const urls = (n: number): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?batch=${workflows}&item=${i}` } }));
 
-async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}, typeVersion = 1.2): Promise<WaitingExecution> {
+async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}): Promise<WaitingExecution> {
 	const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60, ...params };
 	waiting = await runUntilWaiting({
-		nodes: [node('Captioning', 'captioning', parameters, { typeVersion })],
+		nodes: [node('Captioning', 'captioning', parameters)],
 		nodeName: 'Captioning',
 		nodeTypes: { captioning: new Captioning() },
 		credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
@@ -93,8 +93,8 @@ test('the last two events at the same moment: both answered 200, one resume', as
 	expect(sb.ledger.deliveries.map((d) => d.status)).toEqual(Array(5).fill(200));
 });
 
-test.each([1.2, 1.1, 1])('node version %s: Timeout with no event hands on the jobs as ordered (id, status), not the input item', async (typeVersion) => {
-	const w = await orderAndWait(typeVersion === 1 ? urls(1) : urls(3), {}, typeVersion);
+test('Timeout with no event hands on the jobs as ordered (id, status), not the input item', async () => {
+	const w = await orderAndWait(urls(3));
 	const done = await w.resumeByTime();
 	const out = done.output('Captioning');
 	expect(out.map((i) => [i.json.id, i.json.status, i.json.object])).toEqual(jobIds().map((id) => [id, 'queued', 'job']));

@@ -4,7 +4,7 @@ import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
 
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
-import { serveTrigger } from '../harness/webhook';
+import { serveTrigger } from '../engine/servedTrigger';
 import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';

@@ -23,8 +23,8 @@ import {
 	signedHeaders,
 	withoutQuery,
 } from '../../nodes/Captioning/transport/s3';
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 
 /** The part of the SDK's HttpRequest these tests read or build. */
 interface HttpRequest {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { IDataObject } from 'n8n-workflow';
 import type { NodeApiError } from 'n8n-workflow';
 
-import { node, runWorkflow } from '../harness/n8n';
+import { node, runWorkflow } from '../engine/workflow';
 import { httpReceiver, httpsReceiver } from '../helpers/https';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';

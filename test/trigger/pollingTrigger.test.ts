@@ -5,10 +5,10 @@ import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { pollLimits, reportBudgetMs, scheduledIntervalMs } from '../../nodes/CaptioningPollingTrigger/schedule';
-import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/helpers/batch';
-import { binaryDataService } from '../harness/n8n';
-import type { PolledTrigger } from '../harness/poll';
-import { pollTrigger } from '../harness/poll';
+import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/runSlots';
+import { binaryDataService } from '../engine/workflow';
+import type { PolledTrigger } from '../engine/polling';
+import { pollTrigger } from '../engine/polling';
 import { MEDIA, orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';

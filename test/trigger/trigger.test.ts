@@ -1,15 +1,15 @@
 // The Captioning Trigger: the sandbox delivers job events over HTTPS to the trigger's webhook,
-// served with n8n-core's WebhookContext (test/harness/webhook.ts).
+// served with n8n-core's WebhookContext (test/engine/servedTrigger.ts).
 import { Agent, request } from 'undici';
 import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
-import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/events';
+import { REMEMBERED_EVENTS } from '../../nodes/CaptioningTrigger/claims';
 import { answerLimits } from '../../nodes/CaptioningTrigger/answers';
 import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
-import { binaryDataService } from '../harness/n8n';
-import type { ServedTrigger } from '../harness/webhook';
-import { serveTrigger } from '../harness/webhook';
+import { binaryDataService } from '../engine/workflow';
+import type { ServedTrigger } from '../engine/servedTrigger';
+import { serveTrigger } from '../engine/servedTrigger';
 import { orderDirectly } from '../helpers/captioning';
 import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
@@ -147,15 +147,6 @@ describe('events from the service start the workflow', () => {
 		expect(handled[0]).toBe('job-20 job.completed evt_20 -');
 		await post(t.url, event(REMEMBERED_EVENTS + 19));
 		expect(t.executions).toHaveLength(REMEMBERED_EVENTS + 20);
-	});
-
-	test('event ids remembered by the first version of the node (static data eventIds) still count', async () => {
-		const t = await start({ verify: false });
-		const event = { id: 'evt_old', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'job-old', object: 'job', status: 'completed' } };
-		await post(t.url, { ...event, id: 'evt_seed', data: { ...event.data, id: 'job-seed' } });
-		t.setStaticData({ eventIds: ['evt_old'] });
-		expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: false, reason: 'event evt_old was already received' } });
-		expect(t.executions).toHaveLength(1);
 	});
 });
 

@@ -16,12 +16,12 @@ import type { Browser, Page } from 'playwright-core';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { tlsPair } from '../helpers/https';
-import type { S3Server } from '../helpers/s3';
-import { startS3 } from '../helpers/s3';
+import type { S3Server } from '../helpers/s3Bucket';
+import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import type { N8n } from '../e2e/n8n';
-import { createN8n, installN8n, tempJson } from '../e2e/n8n';
+import type { N8n } from '../real/instance';
+import { createN8n, installN8n, tempJson } from '../real/instance';
 import type { EditorPage } from './browser';
 import { ensureChromium, launch, openEditor } from './browser';
 

@@ -1,4 +1,4 @@
-// The batch engine: how one run of the node works through its items.
+// The item loop: how one run of the node works through its items.
 // 1. Every item is checked first (each operation's `prepare`, which sends nothing, then its `check`,
 //    e.g. an S3 object's HEAD, Concurrency at a time): a batch with a bad item orders nothing, unless
 //    Continue On Fail turns the bad items into error items.
@@ -12,20 +12,17 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import { BatchStopped, RunSlots, useRunSlots } from '../transport/pacing';
-import { OrderDesk } from './orders';
-import { JobWaiter } from './wait';
+import { BatchStopped, DEFAULT_CONCURRENCY, RunSlots, useRunSlots } from '../transport/runSlots';
+import { OrderDesk } from '../orders/desk';
+import { JobWaiter } from '../waiting/poll';
 
-export const DEFAULT_CONCURRENCY = 4;
-
-/** Batching → Concurrency, for the operations that send files or order (node version 1.1 on). */
+/** Batching → Concurrency, for the operations that send files or order. */
 export const batchingField: INodeProperties = {
 	displayName: 'Batching',
 	name: 'batching',
 	type: 'collection',
 	placeholder: 'Add Option',
 	default: {},
-	displayOptions: { show: { '@version': [{ _cnd: { gte: 1.1 } }] } },
 	options: [
 		{
 			displayName: 'Concurrency',
@@ -116,8 +113,6 @@ function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {
 }
 
 export interface RunOptions {
-	/** Check all items before the first request and run them together (version 1.1); else one by one. */
-	together: boolean;
 	concurrency: number;
 	operationFor: (itemIndex: number) => Operation;
 }
@@ -169,24 +164,17 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 		}
 	};
 
-	if (options.together) {
-		const prepared: Array<{ prepared: unknown } | undefined> = [];
-		for (let i = 0; i < count && !failure; i++) prepared[i] = await prepare(i);
-		if (failure) throw failure;
-		// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
-		let next = 0;
-		const checker = async () => {
-			for (let i = next++; i < count && !failure; i = next++) prepared[i] = await check(i, prepared[i]);
-		};
-		await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, checker));
-		if (failure) throw failure;
-		await Promise.all(prepared.map(async (p, i) => p && (await execute(i, p.prepared))));
-	} else {
-		for (let i = 0; i < count && !failure; i++) {
-			const p = await check(i, await prepare(i));
-			if (p) await execute(i, p.prepared);
-		}
-	}
+	const prepared: Array<{ prepared: unknown } | undefined> = [];
+	for (let i = 0; i < count && !failure; i++) prepared[i] = await prepare(i);
+	if (failure) throw failure;
+	// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
+	let next = 0;
+	const checker = async () => {
+		for (let i = next++; i < count && !failure; i = next++) prepared[i] = await check(i, prepared[i]);
+	};
+	await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, checker));
+	if (failure) throw failure;
+	await Promise.all(prepared.map(async (p, i) => p && (await execute(i, p.prepared))));
 	if (failure) throw withOrdered(failure, batch);
 	const result = outputs.flatMap((o) => o ?? []);
 	await batch.afterRun?.(result);

@@ -1,11 +1,11 @@
-// Hands the items to the batch engine (helpers/batch.ts) with the operation each one runs.
-// Version 1 of the node works through the items one by one, as it always did; version 1.1 checks
+// Picks each item's operation and hands the items to the item loop (actions/items.ts), which checks
 // them all first and runs them together within Batching → Concurrency.
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { Operation } from '../helpers/batch';
-import { DEFAULT_CONCURRENCY, runItems } from '../helpers/batch';
+import { DEFAULT_CONCURRENCY } from '../transport/runSlots';
+import type { Operation } from './items';
+import { runItems } from './items';
 import * as account from './account';
 import * as job from './job';
 import * as upload from './upload';
@@ -36,11 +36,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 			},
 		};
 	};
-	const together = this.getNode().typeVersion >= 1.1;
 	const batching = BATCHING.has(`${this.getNodeParameter('resource', 0)}:${this.getNodeParameter('operation', 0)}`);
-	const concurrency = together && batching ? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY)) : 1;
+	const concurrency = batching ? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY)) : 1;
 	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
 		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, { description: 'Set it to a whole number of 1 or more (default 4).' });
 	}
-	return [await runItems(this, { together, concurrency, operationFor })];
+	return [await runItems(this, { concurrency, operationFor })];
 }

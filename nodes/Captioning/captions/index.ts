@@ -6,7 +6,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
-import type { CaptionFormat, Job } from './types';
+import type { CaptionFormat, Job } from '../model/types';
 
 export const CAPTION_MIME_TYPES: Record<CaptionFormat, string> = {
 	srt: 'application/x-subrip',

@@ -1,48 +1,12 @@
-// What the two triggers share: the Events choice, Attach Captions, and the item a job event becomes.
-import type { IDataObject, INodeExecutionData, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
+// The item a job event starts a workflow with (both triggers): the job as read, what the event said
+// of it, and with Attach Captions its files or text.
+import type { IDataObject, INodeExecutionData, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { CaptionsAs } from './captions';
-import { captionOutputs, captionsAsField, captionsAsFor, captionsAsProblem, formatsField } from './captions';
-import type { EventType } from './events';
-import type { CaptionFormat, Job } from './types';
-
-export const eventsField: INodeProperties = {
-	displayName: 'Events',
-	name: 'events',
-	type: 'multiOptions',
-	required: true,
-	options: [
-		{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
-		{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
-	],
-	default: ['job.completed', 'job.cancelled'],
-	description: 'The events that start the workflow; others are acknowledged and ignored',
-};
-
-export const attachCaptionsFields: INodeProperties[] = [
-	{
-		displayName: 'Attach Captions',
-		name: 'attachCaptions',
-		type: 'boolean',
-		default: false,
-		description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
-	},
-	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
-	{ ...captionsAsField, displayOptions: { show: { attachCaptions: [true] } } },
-	{
-		displayName: 'Put Output File in Field',
-		name: 'binaryPropertyName',
-		type: 'string',
-		default: 'data',
-		required: true,
-		displayOptions: { show: { attachCaptions: [true], captionsAs: ['binary', 'both'] } },
-		hint: 'The name of the output binary field to put the file in',
-		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
-	},
-];
-
-export const EVENT_OF_STATUS: Partial<Record<Job['status'], EventType>> = { completed: 'job.completed', cancelled: 'job.cancelled' };
+import type { CaptionsAs } from '../captions';
+import { captionOutputs, captionsAsFor, captionsAsProblem } from '../captions';
+import type { EventType } from '../model/events';
+import type { CaptionFormat, Job } from '../model/types';
 
 /** Attach Captions as set on a trigger, checked before any request; undefined when it is off. */
 export function attachSettings(ctx: IWebhookFunctions | IPollFunctions): { formats: CaptionFormat[]; as: CaptionsAs; field: string } | undefined {

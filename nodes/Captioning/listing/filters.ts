@@ -3,26 +3,27 @@
 // applies them to each page as it reads (Job → Get Many, the polling trigger).
 import type { IDataObject, INodeProperties } from 'n8n-workflow';
 
-import type { Job } from './types';
+import type { Job } from '../model/types';
 
-export const metadataFilterFields: INodeProperties[] = [
-	{
-		displayName: 'Metadata Key',
-		name: 'metadataKey',
-		type: 'string',
-		default: '',
-		placeholder: 'e.g. source',
-		description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
-	},
-	{
-		displayName: 'Metadata Value',
-		name: 'metadataValue',
-		type: 'string',
-		default: '',
-		placeholder: 'e.g. n8n',
-		description: 'Only jobs whose Metadata Key has this value; empty: any value',
-	},
-];
+export const metadataKeyField: INodeProperties = {
+	displayName: 'Metadata Key',
+	name: 'metadataKey',
+	type: 'string',
+	default: '',
+	placeholder: 'e.g. source',
+	description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
+};
+
+export const metadataValueField: INodeProperties = {
+	displayName: 'Metadata Value',
+	name: 'metadataValue',
+	type: 'string',
+	default: '',
+	placeholder: 'e.g. n8n',
+	description: 'Only jobs whose Metadata Key has this value; empty: any value',
+};
+
+export const metadataFilterFields: INodeProperties[] = [metadataKeyField, metadataValueField];
 
 /** Whether the job's metadata holds the key (and, when one is given, the value). */
 export function metadataMatches(job: Job, filters: IDataObject): boolean {

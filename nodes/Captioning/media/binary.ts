@@ -1,11 +1,23 @@
 // Reads an input binary field as n8n stores it: a stream from the binary store where the file
 // has an id (filesystem, S3 modes), the in-memory buffer otherwise. Never the whole file where a stream exists.
-import type { IBinaryData, IExecuteFunctions } from 'n8n-workflow';
+import type { IBinaryData, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { BINARY_ENCODING, NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
-import type { FileBody } from './types';
-import { MAX_UPLOAD_BYTES } from './types';
+import type { FileBody } from '../model/types';
+import { MAX_UPLOAD_BYTES } from '../model/types';
+
+/** The binary input field (Upload → Create, Job → Create's Binary File source). */
+export const inputFileField: INodeProperties = {
+	displayName: 'Input Data Field Name',
+	name: 'binaryPropertyName',
+	type: 'string',
+	default: 'data',
+	required: true,
+	placeholder: 'e.g. data',
+	hint: 'The name of the input field containing the media file',
+	description: 'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
+};
 
 /** Read size for files from the binary store, measured by npm run bench: n8n's default 64 KiB halves throughput, and 1 MiB or more slows down in a process whose allocator has seen large buffers come and go. */
 const STREAM_CHUNK_BYTES = 256 * 1024;

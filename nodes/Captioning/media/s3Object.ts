@@ -12,19 +12,18 @@ import type {
 	IN8nHttpFullResponse,
 	INodeCredentialTestResult,
 } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
 import { bucketUrl, objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
-import { header, networkCode } from '../transport/errors';
+import { header, networkCode, refuse } from '../transport/errors';
 import { pause } from '../transport/sleep';
-import { MAX_UPLOAD_BYTES } from './types';
+import { MAX_UPLOAD_BYTES } from '../model/types';
 
 export const S3_CREDENTIAL = 'captioningS3Api';
 
 /**
  * Link Valid For: a day by default (see the field's description). At most 167 hours: the link is
- * signed at the start of the hour (see helpers/orders.ts) and lives an hour more than asked, within
+ * signed at the start of the hour (see orders/place.ts) and lives an hour more than asked, within
  * the week SigV4 allows.
  */
 export const LINK_HOURS = { default: 24, max: 167 };
@@ -37,10 +36,6 @@ export interface CheckedObject {
 	size: number;
 	/** x-amz-version-id when the bucket is versioned, else the ETag: a new upload is a new order. */
 	version: string;
-}
-
-function refuse(ctx: IExecuteFunctions, i: number, message: string, description: string): never {
-	throw new NodeOperationError(ctx.getNode(), message, { itemIndex: i, description });
 }
 
 /** The credential's fields as the signer takes them; a bad endpoint is named before any request. */

@@ -3,19 +3,15 @@
 // Bounds the interface makes configurable per workspace (title, glossary, metadata, media length)
 // are left to the service, whose message reaches the user intact.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
-import type { CreateJobBody, Redactions } from './types';
+import type { CreateJobBody, Redactions } from '../model/types';
+import { refuse } from '../transport/errors';
 
 const MAX_JSON_BODY = 64 * 1024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MULTI_LINE = /[\r\n\u2028\u2029]/;
 
 export type JobSource = 'binary' | 'url' | 'upload' | 's3';
-
-function refuse(ctx: IExecuteFunctions, itemIndex: number, message: string, description: string): never {
-	throw new NodeOperationError(ctx.getNode(), message, { itemIndex, description });
-}
 
 function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string {
 	const url = value.trim();

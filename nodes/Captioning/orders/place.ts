@@ -1,5 +1,5 @@
-// Placing an order once (README, "Paying once"): the item's Idempotency-Key (helpers/idempotency.ts),
-// the upload a repeat of a Binary File order reuses, and the POST /jobs itself.
+// Placing an order once (README, "Paying once"): the item's Idempotency-Key (orders/keys.ts), the
+// upload a repeat of a Binary File order reuses, an S3 Object's signed link, and the POST /jobs.
 // A repeat of a keyed order must send the very same body, upload_id included, or the service
 // answers 409. So an upload is remembered under the key and the file's SHA-256: in the node context
 // (Retry On Fail, the execution's Retry) and in n8n's deduplication store (re-runs, crashes), where
@@ -7,135 +7,17 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
-import { apiRequest, jobPages, segment } from '../transport';
+import type { InputFile } from '../media/binary';
+import { fileProbe, fileSha256, hashingReads } from '../media/binary';
+import { LINK_HOURS } from '../media/s3Object';
+import type { CreateJobBody, Job } from '../model/types';
+import { apiRequest } from '../transport';
 import { uploadFile } from '../transport/files';
-import type { InputFile } from './binary';
-import { fileProbe, fileSha256, hashingReads } from './binary';
-import { automaticKey, canonicalJson, generationKey, orderFingerprint, orderIdentity } from './idempotency';
-import { Remembered } from './remembered';
-import type { CheckedObject } from './s3Source';
-import { LINK_HOURS } from './s3Source';
-import type { S3Access, S3Object } from '../transport/s3';
+import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
-import type { CreateJobBody, Job } from './types';
-
-/** How far back a lookup of an earlier upload reads the job list (pages of 100, newest first). */
-const LOOKUP_PAGES = 10;
-
-/** An item's order, checked and ready: nothing has been sent yet. */
-export interface Order {
-	body: CreateJobBody;
-	file?: InputFile;
-	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
-	s3?: { object: S3Object; hours: number; checked?: CheckedObject & { access: S3Access } };
-	idempotency: 'auto' | 'custom' | 'none';
-	customKey?: string;
-	/** Versions 1 and 1.1: the how-manieth equal order of this run this is (they stay apart). */
-	occurrence?: number;
-	wait: 'none' | 'poll' | 'webhook';
-	interval: number;
-	timeout: number;
-}
-
-export interface Placed {
-	job: Job;
-	replayed: boolean;
-}
-
-/** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
-export class OrderDesk {
-	readonly remembered: Remembered | undefined;
-	private readonly pages: Array<Promise<{ jobs: Job[]; more: boolean }>> = [];
-	private pageReader: AsyncGenerator<Job[]> | undefined;
-	private readonly underWay = new Map<string, Promise<Placed>>();
-
-	constructor(private readonly ctx: IExecuteFunctions) {
-		this.remembered = Remembered.of(ctx);
-	}
-
-	/** Page n of the job list, read once for the whole run. */
-	private async page(n: number): Promise<{ jobs: Job[]; more: boolean }> {
-		this.pageReader ??= jobPages(this.ctx, {}, { priority: -1 });
-		while (this.pages.length <= n) {
-			const previous = this.pages.at(-1) ?? Promise.resolve({ jobs: [], more: true });
-			const reader = this.pageReader;
-			this.pages.push(
-				previous.then(async ({ more }) => {
-					if (!more) return { jobs: [], more: false };
-					const next = await reader.next();
-					return next.done ? { jobs: [], more: false } : { jobs: next.value, more: next.value.length > 0 };
-				}),
-			);
-		}
-		return await this.pages[n];
-	}
-
-	/** The upload that carried this file for this key before, among the newest jobs' uploads. */
-	async findUpload(key: string, sha: string): Promise<string | undefined> {
-		const remembered = this.remembered;
-		if (!remembered) return undefined;
-		for (let n = 0; n < LOOKUP_PAGES; n++) {
-			const { jobs, more } = await this.page(n);
-			const candidates = jobs.filter((job) => job.media?.type === 'upload' && job.media.upload_id).map((job) => `upload ${key} ${sha} ${job.media.upload_id}`);
-			if (candidates.length) {
-				const [hit] = await remembered.known(candidates);
-				if (hit) return hit.split(' ').at(-1);
-			}
-			if (!more) return undefined;
-		}
-		return undefined;
-	}
-
-	/**
-	 * The earlier job of an S3 Object order, among the newest jobs: the same object (its URL without
-	 * the signature, as the transport hands jobs on) and the same title, metadata and options.
-	 */
-	async findS3Job(url: string, body: CreateJobBody): Promise<Job | undefined> {
-		for (let n = 0; n < LOOKUP_PAGES; n++) {
-			const { jobs, more } = await this.page(n);
-			const hit = jobs.find((job) => job.media?.type === 'url' && job.media.url === url && sameOrder(job, body));
-			if (hit) return hit;
-			if (!more) return undefined;
-		}
-		return undefined;
-	}
-
-	private readonly seen = new Map<string, number>();
-
-	/** Versions 1 and 1.1: how many equal orders came before this one in the run (items are prepared in input order). */
-	occurrence(order: Order): number {
-		const mark = `${orderIdentity(order.body)}\n${order.file?.identity ?? order.s3?.object.bucket ?? ''}\n${order.s3?.object.key ?? ''}`;
-		const n = this.seen.get(mark) ?? 0;
-		this.seen.set(mark, n + 1);
-		return n;
-	}
-
-	/**
-	 * One POST per key and order in a run: equal orders of a batch share the first one's job (the
-	 * others as replays). The same Custom Key with another order is sent, and refused by the service.
-	 */
-	async shared(key: string, identity: string, place: () => Promise<Placed>): Promise<Placed> {
-		const mark = `${key}\n${identity}`;
-		const first = this.underWay.get(mark);
-		if (first) return { ...(await first), replayed: true };
-		const placing = place();
-		this.underWay.set(mark, placing);
-		return await placing;
-	}
-}
-
-
-/** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
-function sameOrder(job: Job, body: CreateJobBody): boolean {
-	if (body.title !== undefined && job.title !== body.title) return false;
-	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
-	const options = (job.options ?? {}) as IDataObject;
-	const fields = ['style', 'model', 'speaker_labels', 'speaker_label_style', 'atmospherics', 'profanity', 'glossary', 'webhook_url'] as const;
-	if (fields.some((f) => body[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(body[f]))) return false;
-	if (body.redactions === undefined) return true;
-	const redactions = (options.redactions ?? {}) as IDataObject;
-	return Object.entries(body.redactions).every(([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v));
-}
+import type { Order, OrderDesk, Placed } from './desk';
+import { LOOKUP_PAGES } from './desk';
+import { automaticKey, canonicalJson, orderFingerprint, orderIdentity } from './keys';
 
 const HOUR = 3600 * 1000;
 
@@ -196,12 +78,11 @@ function s3Identity(order: Order): string {
 }
 
 /** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
-async function keyOf(ctx: IExecuteFunctions, order: Order, desk: OrderDesk, sha?: string): Promise<{ key?: string; identity: string }> {
+function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key?: string; identity: string } {
 	if (order.idempotency === 'none') return { identity: '' };
 	const identity = order.s3 ? s3Identity(order) : orderIdentity(order.body, sha);
 	if (order.idempotency === 'custom') return { key: order.customKey, identity };
-	if (ctx.getNode().typeVersion >= 1.2) return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
-	return { key: await generationKey(ctx, orderFingerprint(ctx, identity, order.occurrence), desk.remembered), identity };
+	return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
 }
 
 /**
@@ -260,7 +141,7 @@ export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order
 		return await placeWithoutKey(ctx, i, body);
 	}
 	const read = file ? await readFile(ctx, i, file, desk) : undefined;
-	const { key, identity } = (await keyOf(ctx, order, desk, read?.sha)) as { key: string; identity: string };
+	const { key, identity } = keyOf(ctx, order, read?.sha) as { key: string; identity: string };
 	return await desk.shared(key, identity, async () => {
 		if (file && read) body.upload_id = await uploadFor(ctx, i, file, desk, key, read.sha, read.uploadId);
 		if (order.s3) body.media_url = await signedLink(ctx, order, desk, `${key} ${identity}`, key);
@@ -284,7 +165,7 @@ async function placeWithoutKey(ctx: IExecuteFunctions, i: number, body: CreateJo
 	const context = ctx.getContext('node') as IDataObject;
 	const orders = (context.captioningOrders ??= {}) as Record<string, string>;
 	const mark = `${i}:${canonicalJson(body)}`;
-	if (orders[mark]) return { job: (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(orders[mark])}`, { itemIndex: i })).body, replayed: true };
+	if (orders[mark]) return { job: await readJob(ctx, orders[mark], { itemIndex: i }), replayed: true };
 	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, itemIndex: i });
 	orders[mark] = response.body.id;
 	return { job: response.body, replayed: false };
@@ -316,14 +197,12 @@ function explainConflict(error: unknown, order: Order): unknown {
 }
 
 /** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
-export function replaysOf(ctx: IExecuteFunctions, order: Order): string {
+export function replaysOf(order: Order): string {
 	if (order.idempotency === 'custom') {
 		return 'With a Custom Key, every repeat (Retry On Fail, the execution\'s Retry, a new run) replays these orders instead of paying for them again.';
 	}
 	if (order.idempotency === 'none') {
 		return 'With Idempotency None, Retry On Fail and the execution\'s Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.';
 	}
-	return ctx.getNode().typeVersion >= 1.2
-		? 'Retry On Fail, the execution\'s Retry and a new run replay these orders instead of paying for them again.'
-		: 'Retry On Fail and the execution\'s Retry (also of a crashed execution) replay these orders instead of paying for them again; a new run orders them again (node version 1.2 replays it too).';
+	return 'Retry On Fail, the execution\'s Retry and a new run replay these orders instead of paying for them again.';
 }

@@ -1,10 +1,10 @@
 // Turns a failed response into one NodeApiError that says what happened and what to do.
 // Built only from the service's error body and response headers, never from the request,
 // so the API key cannot reach an error message.
-import type { IDataObject, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
-import type { ServiceError } from '../helpers/types';
+import type { ServiceError } from '../model/types';
 import { withoutSignatures } from './signed';
 
 const ADVICE: Record<string, string> = {
@@ -184,4 +184,9 @@ export function notSentError(node: INode, cause: unknown, target: string, itemIn
 	};
 	const description = `${advice ? `${advice} ` : ''}The request failed inside n8n before it left, so this is not a network problem and it was not tried again. If n8n's expression engine is named, run the workflow again (an n8n fault: see the package's troubleshooting notes).`;
 	return apiError(node, e, description, itemIndex);
+}
+
+/** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */
+export function refuse(ctx: IExecuteFunctions, itemIndex: number, message: string, description: string): never {
+	throw new NodeOperationError(ctx.getNode(), message, { itemIndex, description });
 }

@@ -2,9 +2,10 @@
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { FileBody, Upload } from '../helpers/types';
+import type { FileBody, Upload } from '../model/types';
 import type { ApiContext, RetryPolicy } from './index';
-import { apiRequest, CREDENTIAL_NAME, sendWithRetries, serviceOf, underBaseUrl } from './index';
+import { apiRequest, sendWithRetries } from './index';
+import { CREDENTIAL_NAME, serviceOf, underBaseUrl } from './service';
 import type { Urgency } from './pacing';
 
 export interface PutOptions {

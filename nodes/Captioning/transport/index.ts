@@ -2,30 +2,25 @@
 // retries with backoff and jitter, paging, and errors mapped once.
 import type {
 	IDataObject,
-	IExecuteFunctions,
-	IHookFunctions,
 	IHttpRequestMethods,
 	IHttpRequestOptions,
-	ILoadOptionsFunctions,
 	IN8nHttpFullResponse,
-	IPollFunctions,
-	IWebhookFunctions,
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
-import { createHash } from 'node:crypto';
 
-import type { Job, JobList } from '../helpers/types';
 import { failedInN8n, networkError, notSentError, responseError } from './errors';
 import type { KeyPace, Lane, Urgency } from './pacing';
-import { BatchStopped, paceFor, runSlotsOf, ticketNumber } from './pacing';
+import { ticketNumber } from './pacing';
+import { BatchStopped, runSlotsOf } from './runSlots';
+import type { ApiContext } from './service';
+import { CREDENTIAL_NAME, serviceOf } from './service';
 import { hideSignatures } from './signed';
 import { pause } from './sleep';
 
 export { pause };
 
-export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions | IPollFunctions;
-
-export const CREDENTIAL_NAME = 'captioningApi';
+export type { ApiContext };
+export { CREDENTIAL_NAME };
 
 export interface RetryPolicy {
 	/** Attempts in all, the first included. */
@@ -168,71 +163,6 @@ export async function sendWithRetries(
 	}
 }
 
-/** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
-export interface Service {
-	baseUrl: string;
-	pace: KeyPace;
-}
-
-const services = new WeakMap<object, Map<number, Promise<Service>>>();
-
-/**
- * The credentials' Base URL, checked and without a trailing slash, and the pace shared by every
- * request with the same key at that Base URL (found by a digest of both: the key is not kept).
- * Read once per node run and item.
- */
-export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service> {
-	let byItem = services.get(ctx);
-	if (!byItem) services.set(ctx, (byItem = new Map()));
-	let service = byItem.get(itemIndex);
-	if (!service) {
-		service = readService(ctx, itemIndex);
-		byItem.set(itemIndex, service);
-		service.catch(() => byItem.delete(itemIndex));
-	}
-	return await service;
-}
-
-async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
-	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
-	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
-	let url: URL | undefined;
-	try {
-		url = new URL(baseUrl);
-	} catch {
-		url = undefined;
-	}
-	if (!url || !['http:', 'https:'].includes(url.protocol) || !url.pathname.endsWith('/v1')) {
-		throw new NodeOperationError(ctx.getNode(), `The Base URL "${baseUrl}" in the Captioning API credentials is not valid`, {
-			itemIndex,
-			description: 'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
-		});
-	}
-	const identity = createHash('sha256').update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`).digest('hex');
-	return { baseUrl, pace: paceFor(identity) };
-}
-
-/** The credentials' base URL, checked and without a trailing slash. */
-export async function getBaseUrl(ctx: ApiContext, itemIndex = 0): Promise<string> {
-	return (await serviceOf(ctx, itemIndex)).baseUrl;
-}
-
-/**
- * Whether a URL lies under the Base URL: the same origin and, after the URL parser has resolved
- * dot segments (also percent-encoded ones), a path inside the Base URL's path. Only such URLs get
- * the API key: elsewhere on the same host (another API, the host's admin pages) it is not sent.
- */
-export function underBaseUrl(url: string, baseUrl: string): boolean {
-	try {
-		const target = new URL(url);
-		const base = new URL(baseUrl);
-		const prefix = base.pathname.replace(/\/+$/, '');
-		return target.origin === base.origin && target.username === '' && target.password === '' && target.pathname.startsWith(`${prefix}/`);
-	} catch {
-		return false;
-	}
-}
-
 export interface ApiRequestOptions {
 	body?: IDataObject;
 	qs?: IDataObject;
@@ -298,45 +228,6 @@ export async function apiRequest<T>(
 	// An S3 Object order's media_url comes back in every job: never pass its signature on.
 	hideSignatures(response.body);
 	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
-}
-
-/**
- * The job list (GET /jobs, newest first), page after page, following `starting_after` while
- * `has_more`. `pageSize` may shrink a page (e.g. to what a limit still wants). A caller stops
- * reading by leaving the loop.
- */
-export async function* jobPages(
-	ctx: ApiContext,
-	filters: IDataObject = {},
-	options: { itemIndex?: number; priority?: number; urgency?: Urgency; pageSize?: (read: number) => number } = {},
-): AsyncGenerator<Job[]> {
-	let startingAfter: string | undefined;
-	let read = 0;
-	for (;;) {
-		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? 100 };
-		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency });
-		read += body.data.length;
-		yield body.data;
-		if (!body.has_more || body.data.length === 0) return;
-		startingAfter = body.data[body.data.length - 1].id;
-	}
-}
-
-/** GET /jobs, following `starting_after` while `has_more`, up to `limit` jobs (all when undefined). */
-export async function listJobs(
-	ctx: ApiContext,
-	filters: IDataObject,
-	limit: number | undefined,
-	itemIndex?: number,
-): Promise<Job[]> {
-	const jobs: Job[] = [];
-	const pageSize = (read: number) => (limit === undefined ? 100 : Math.min(100, limit - read));
-	for await (const page of jobPages(ctx, filters, { itemIndex, pageSize })) {
-		jobs.push(...page);
-		if (limit !== undefined && jobs.length >= limit) break;
-	}
-	return limit === undefined ? jobs : jobs.slice(0, limit);
 }
 
 /** Encodes an id for use as one path segment. */

@@ -10,8 +10,7 @@
 // - a 503 halves how many requests of the lane may be under way, which grows back with each success;
 // - waiting requests go by urgency, then in the order they came: a trigger's verification read
 //   (someone waits for its answer) before a batch's order, both before a poll's caption downloads.
-// A node run also has places of its own (`RunSlots`, Batching → Concurrency): at most that many of
-// its requests under way, the lowest item first, all refused once the run has stopped.
+// A node run also has places of its own (runSlots.ts).
 // Storage hosts (presigned uploads, captions on another host) are not limited by the service: only
 // a run's places apply to them.
 import { pause } from './sleep';
@@ -37,13 +36,6 @@ export const paceLimits = {
 	minSample: 3,
 };
 
-/** A request that was not sent because the batch stopped (another item failed). */
-export class BatchStopped extends Error {
-	constructor() {
-		super('Not sent: the batch stopped after another item failed');
-	}
-}
-
 /** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
 export class TurnAborted extends Error {
 	constructor() {
@@ -57,6 +49,17 @@ interface Ticket {
 	resolve: (done: () => void) => void;
 	reject: (error: Error) => void;
 	leave?: () => void;
+}
+
+/** Takes the first in line from a queue: the lowest rank, then the one that came first. */
+export function takeFirst<T extends { rank: number; seq: number }>(queue: T[]): T {
+	let best = 0;
+	for (let i = 1; i < queue.length; i++) {
+		const t = queue[i];
+		const b = queue[best];
+		if (t.rank < b.rank || (t.rank === b.rank && t.seq < b.seq)) best = i;
+	}
+	return queue.splice(best, 1)[0];
 }
 
 let tickets = 0;
@@ -126,13 +129,7 @@ class LanePace {
 					await pause(at - now);
 					continue;
 				}
-				let best = 0;
-				for (let i = 1; i < this.queue.length; i++) {
-					const t = this.queue[i];
-					const b = this.queue[best];
-					if (t.rank < b.rank || (t.rank === b.rank && t.seq < b.seq)) best = i;
-				}
-				const [ticket] = this.queue.splice(best, 1);
+				const ticket = takeFirst(this.queue);
 				ticket.leave?.();
 				this.start(now);
 				let done = false;
@@ -239,80 +236,4 @@ export function paceFor(identity: string): KeyPace {
 /** Forgets what every pace learned (tests that change the service's limits between them). */
 export function forgetPaces(): void {
 	paces.clear();
-}
-
-interface Waiter {
-	priority: number;
-	seq: number;
-	resolve: () => void;
-	reject: (error: Error) => void;
-}
-
-/** A node run's places: Batching → Concurrency, the lowest item first, none once the run stopped. */
-export class RunSlots {
-	private active = 0;
-	private readonly waiters: Waiter[] = [];
-	private seq = 0;
-	private readonly stopping = new AbortController();
-
-	constructor(readonly concurrency: number) {}
-
-	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
-	get stopSignal(): AbortSignal {
-		return this.stopping.signal;
-	}
-
-	get stopped(): boolean {
-		return this.stopping.signal.aborted;
-	}
-
-	/** Waits for a place (lowest priority first); resolves with the release. */
-	async acquire(priority: number, signal?: AbortSignal): Promise<() => void> {
-		if (this.stopped) throw new BatchStopped();
-		if (signal?.aborted) throw new TurnAborted();
-		if (this.active < this.concurrency && this.waiters.length === 0) {
-			this.active += 1;
-		} else {
-			await new Promise<void>((resolve, reject) => this.waiters.push({ priority, seq: this.seq++, resolve, reject }));
-		}
-		let released = false;
-		return () => {
-			if (released) return;
-			released = true;
-			this.active -= 1;
-			this.grant();
-		};
-	}
-
-	/** Refuses every request not yet sent; requests under way finish. */
-	stop(): void {
-		if (this.stopped) return;
-		this.stopping.abort();
-		for (const waiter of this.waiters.splice(0)) waiter.reject(new BatchStopped());
-	}
-
-	private grant(): void {
-		while (this.waiters.length > 0 && this.active < this.concurrency) {
-			let best = 0;
-			for (let i = 1; i < this.waiters.length; i++) {
-				const w = this.waiters[i];
-				const b = this.waiters[best];
-				if (w.priority < b.priority || (w.priority === b.priority && w.seq < b.seq)) best = i;
-			}
-			const [waiter] = this.waiters.splice(best, 1);
-			this.active += 1;
-			waiter.resolve();
-		}
-	}
-}
-
-const runs = new WeakMap<object, RunSlots>();
-
-/** Makes every request sent through `ctx` (one node run) share these places. */
-export function useRunSlots(ctx: object, slots: RunSlots): void {
-	runs.set(ctx, slots);
-}
-
-export function runSlotsOf(ctx: object): RunSlots | undefined {
-	return runs.get(ctx);
 }

@@ -6,16 +6,13 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { ApiContext } from '../transport';
-import { apiRequest, cancelSignal, jobPages, pause, segment } from '../transport';
-import type { Urgency } from '../transport/pacing';
-import type { Job } from './types';
-
-export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';
+import { isFinal } from '../model/events';
+import type { Job } from '../model/types';
+import { cancelSignal, pause } from '../transport';
+import { readJobsTogether } from '../transport/jobs';
 
 /** Reads of a round come before any item's request (priority in the node run's pacing). */
 const ROUND_PRIORITY = -1;
-const PAGE_SIZE = 100;
 
 interface Pending {
 	job: Job;
@@ -25,68 +22,6 @@ interface Pending {
 	timeoutMinutes: number;
 	resolve: (job: Job) => void;
 	reject: (error: Error) => void;
-}
-
-export interface ReadOptions {
-	/** Place among the node run's places. */
-	priority?: number;
-	/** Place in the key's pace: `answer` when a caller waits for it (a trigger, a resume). */
-	urgency?: Urgency;
-	/** Hears of every job the pages held. */
-	seen?: (job: Job) => void;
-}
-
-/**
- * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
- * newest first, as far back as the oldest of them, then one by one only what those pages did not
- * hold (many jobs ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job
- * that cannot be read does not fail the others. `seen` hears of every job the pages held.
- */
-export async function readJobsSettled(
-	ctx: ApiContext,
-	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
-	options: ReadOptions = {},
-): Promise<Map<string, Job | Error>> {
-	const { priority, urgency, seen } = options;
-	const read = new Map<string, Job | Error>();
-	const unseen = new Set(jobs.map((job) => job.id));
-	if (unseen.size > 1) {
-		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
-		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
-		let pages = 0;
-		try {
-			for await (const page of jobPages(ctx, {}, { priority, urgency })) {
-				for (const job of page) {
-					seen?.(job);
-					if (unseen.delete(job.id)) read.set(job.id, job);
-				}
-				// Newest first: past the oldest of them, the list holds none of them.
-				const last = page.at(-1);
-				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
-			}
-		} catch (error) {
-			// The list could not be read (after the transport's retries): nor, now, could each job.
-			for (const id of unseen) read.set(id, error as Error);
-			return read;
-		}
-	}
-	await Promise.all(
-		[...unseen].map(async (id) => {
-			try {
-				read.set(id, (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, { priority, urgency })).body);
-			} catch (error) {
-				read.set(id, error as Error);
-			}
-		}),
-	);
-	return read;
-}
-
-/** readJobsSettled, failing as a whole when any job could not be read. */
-export async function readJobsTogether(ctx: ApiContext, jobs: Job[], options: ReadOptions = {}): Promise<Map<string, Job>> {
-	const read = await readJobsSettled(ctx, jobs, options);
-	for (const result of read.values()) if (result instanceof Error) throw result;
-	return read as Map<string, Job>;
 }
 
 export class JobWaiter {

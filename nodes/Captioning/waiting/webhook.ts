@@ -9,23 +9,17 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { CaptioningEvent } from './events';
-import { backsUp, eventProblem, readBackEvent, respond } from './events';
-import { EVENT_OF_STATUS } from './triggers';
-import type { CreateJobBody, Job } from './types';
-import { isFinal, readJobsTogether } from './wait';
+import { backsUp, respond } from '../events/verify';
+import type { CaptioningEvent } from '../model/events';
+import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
+import type { CreateJobBody, Job } from '../model/types';
+import { readJobsTogether } from '../transport/jobs';
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
- * before anything is ordered: the service only calls HTTPS. Node version 1 waits for one item.
+ * before anything is ordered: the service only calls HTTPS.
  */
 export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
-	if (ctx.getNode().typeVersion < 1.1 && ctx.getInputData().length !== 1) {
-		throw new NodeOperationError(ctx.getNode(), `Wait for Completion: On Webhook takes one item per execution in node version 1; this node received ${ctx.getInputData().length}`, {
-			itemIndex: i,
-			description: 'Add the Captioning node anew (version 1.1 and later wait for whole batches), use Wait for Completion: Poll, or send each item to its own execution.',
-		});
-	}
 	if (body.webhook_url) {
 		throw new NodeOperationError(ctx.getNode(), 'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook', {
 			itemIndex: i,
@@ -70,8 +64,6 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const event = body as unknown as CaptioningEvent;
 	const waiting = (this.evaluateExpression('{{ $input.all() }}') as INodeExecutionData[] | undefined) ?? [];
 	const batch = waiting.filter((item) => isJob(item.json)).map((item) => item.json as unknown as Job);
-	// An execution put to wait by an earlier release of this package left the trigger's item there.
-	if (batch.length === 0) return await resumeWithEventJob(this, event);
 	if (!batch.some((job) => job.id === event.data.id)) {
 		return respond(this, 403, { error: `Event refused: job ${event.data.id} is not one this execution waits for.` });
 	}
@@ -98,14 +90,4 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	// n8n resumes the execution once and would answer the others 500 though they were handled.
 	respond(this, 200, { received: true, resumed: true });
 	return { noWebhookResponse: true, workflowData: [output] };
-}
-
-/** The execution waits for the event's job alone (as the node did before it waited for batches). */
-async function resumeWithEventJob(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
-	const read = await readBackEvent(ctx, event);
-	if ('error' in read) return respond(ctx, read.status, { error: read.error });
-	return {
-		webhookResponse: { received: true, resumed: true },
-		workflowData: [[{ json: { ...(read.job as unknown as IDataObject), event_id: event.id, event_type: event.type } }]],
-	};
 }

@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import type { Account } from '../../helpers/types';
+import type { Account } from '../../model/types';
 import { apiRequest } from '../../transport';
 
 const properties: INodeProperties[] = [];

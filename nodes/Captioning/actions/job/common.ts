@@ -1,7 +1,7 @@
 // Fields and output shapes shared by the Job operations.
 import type { IDataObject, INodeProperties } from 'n8n-workflow';
 
-import type { Job } from '../../helpers/types';
+import type { Job } from '../../model/types';
 
 export const jobIdField: INodeProperties = {
 	displayName: 'Job ID',

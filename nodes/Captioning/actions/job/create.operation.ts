@@ -1,18 +1,18 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
-import type { InputFile } from '../../helpers/binary';
-import { readInputFile } from '../../helpers/binary';
-import type { JobSource } from '../../helpers/createJob';
-import { buildJobOptions, checkBodySize, sourceFields } from '../../helpers/createJob';
-import { batchingField, batchOf } from '../../helpers/batch';
-import { checkCustomKey } from '../../helpers/idempotency';
-import type { Order } from '../../helpers/orders';
-import { placeOrder, replaysOf } from '../../helpers/orders';
-import type { CreateJobBody } from '../../helpers/types';
-import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../helpers/s3Source';
-import { resumeUrlFor, sleepUntilEvents } from '../../helpers/webhookWait';
-import { inputFileField } from '../upload/create.operation';
+import type { InputFile } from '../../media/binary';
+import { inputFileField, readInputFile } from '../../media/binary';
+import type { JobSource } from '../../orders/body';
+import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
+import { batchingField, batchOf } from '../items';
+import { checkCustomKey } from '../../orders/keys';
+import type { Order } from '../../orders/desk';
+import { placeOrder, replaysOf } from '../../orders/place';
+import type { CreateJobBody } from '../../model/types';
+import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
+import { resumeUrlFor, sleepUntilEvents } from '../../waiting/webhook';
+
 
 const properties: INodeProperties[] = [
 	{
@@ -258,7 +258,6 @@ const properties: INodeProperties[] = [
 		displayName: 'Idempotency',
 		name: 'idempotency',
 		type: 'options',
-		displayOptions: { show: { '@version': [{ _cnd: { gte: 1.2 } }] } },
 		options: [
 			{
 				name: 'Automatic',
@@ -271,23 +270,6 @@ const properties: INodeProperties[] = [
 		],
 		default: 'auto',
 		description: 'How the node keeps a repeated order from creating a second job and a second charge. To order the same media again on purpose, use a Custom Key with a version in it, or None.',
-	},
-	{
-		displayName: 'Idempotency',
-		name: 'idempotency',
-		type: 'options',
-		displayOptions: { show: { '@version': [{ _cnd: { lt: 1.2 } }] } },
-		options: [
-			{
-				name: 'Automatic',
-				value: 'auto',
-				description: 'Retries never order twice (the node\'s own, Retry On Fail, the execution\'s Retry, also after a crash); a new run orders again. Node version 1.2 replays new runs too.',
-			},
-			{ name: 'Custom Key', value: 'custom', description: 'Your own key, e.g. the Drive file ID: the same key and order never create a second job, even across executions' },
-			{ name: 'None', value: 'none', description: 'No key: each run orders and charges again, and a failed order is not retried' },
-		],
-		default: 'auto',
-		description: 'How the node keeps a retried order from creating a second job and a second charge',
 	},
 	{
 		displayName: 'Idempotency Key',
@@ -376,9 +358,7 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
-	const order: Order = { body, file, s3, idempotency, customKey, wait, interval, timeout };
-	if (this.getNode().typeVersion < 1.2) order.occurrence = batchOf(this).desk.occurrence(order);
-	return order;
+	return { body, file, s3, idempotency, customKey, wait, interval, timeout };
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */
@@ -390,7 +370,7 @@ export async function execute(this: IExecuteFunctions, i: number, order: Order):
 	const batch = batchOf(this);
 	const placed = await placeOrder(this, i, order, batch.desk);
 	batch.ordered.set(i, placed.job.id);
-	batch.replays.add(replaysOf(this, order));
+	batch.replays.add(replaysOf(order));
 	let job = placed.job;
 	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
 	// Once every item is ordered, the execution sleeps until the events say all jobs are final.

@@ -1,8 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
-import type { Job } from '../../helpers/types';
-import { apiRequest, segment } from '../../transport';
+import type { Job } from '../../model/types';
+import { readJob } from '../../transport/jobs';
 import { jobIdField, simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [jobIdField, simplifyField];
@@ -23,7 +23,7 @@ export function getJobId(ctx: IExecuteFunctions, i: number): string {
 
 /** Reads one job; refuses an empty Job ID before any request. */
 export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
-	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(getJobId(ctx, i))}`, { itemIndex: i })).body;
+	return await readJob(ctx, getJobId(ctx, i), { itemIndex: i });
 }
 
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {

@@ -1,9 +1,9 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { filtersWhileReading, metadataMatches, titleMatches } from '../../helpers/filters';
-import type { Job } from '../../helpers/types';
-import { jobPages, listJobs } from '../../transport';
+import { filtersWhileReading, metadataKeyField, metadataMatches, metadataValueField, titleMatches } from '../../listing/filters';
+import type { Job } from '../../model/types';
+import { jobPages, listJobs } from '../../transport/jobs';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
@@ -52,21 +52,12 @@ const properties: INodeProperties[] = [
 				description: 'Only jobs with this status',
 			},
 			{
-				displayName: 'Metadata Key',
-				name: 'metadataKey',
-				type: 'string',
-				default: '',
+				...metadataKeyField,
 				placeholder: 'e.g. drive_file_id',
-				description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata): find the job of one file by the ID you gave it. Checked by n8n while reading (the service does not filter by metadata).',
+				description:
+					'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata): find the job of one file by the ID you gave it. Checked by n8n while reading (the service does not filter by metadata).',
 			},
-			{
-				displayName: 'Metadata Value',
-				name: 'metadataValue',
-				type: 'string',
-				default: '',
-				placeholder: 'e.g. 1AbC…',
-				description: 'Only jobs whose Metadata Key has this value; empty: any value',
-			},
+			{ ...metadataValueField, placeholder: 'e.g. 1AbC…' },
 			{
 				displayName: 'Title Contains',
 				name: 'titleContains',

@@ -1,10 +1,10 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../../helpers/batch';
-import type { CaptionsAs } from '../../helpers/captions';
-import { captionOutputs, captionsAsField, captionsAsFor, captionsAsProblem, formatsField } from '../../helpers/captions';
-import type { CaptionFormat } from '../../helpers/types';
+import { batchingField } from '../items';
+import type { CaptionsAs } from '../../captions';
+import { captionOutputs, captionsAsField, captionsAsFor, captionsAsProblem, formatsField } from '../../captions';
+import type { CaptionFormat } from '../../model/types';
 import { jobIdField } from './common';
 import { getJob, getJobId } from './get.operation';
 

@@ -1,21 +1,10 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../../helpers/batch';
-import type { InputFile } from '../../helpers/binary';
-import { readInputFile } from '../../helpers/binary';
+import { batchingField } from '../items';
+import type { InputFile } from '../../media/binary';
+import { inputFileField, readInputFile } from '../../media/binary';
 import { uploadFile } from '../../transport/files';
-
-export const inputFileField: INodeProperties = {
-	displayName: 'Input Data Field Name',
-	name: 'binaryPropertyName',
-	type: 'string',
-	default: 'data',
-	required: true,
-	placeholder: 'e.g. data',
-	hint: 'The name of the input field containing the media file',
-	description: 'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
-};
 
 const properties: INodeProperties[] = [inputFileField, batchingField];
 

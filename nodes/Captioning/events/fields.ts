@@ -1,0 +1,39 @@
+// The fields both triggers show: the events that start the workflow, and Attach Captions.
+import type { INodeProperties } from 'n8n-workflow';
+
+import { captionsAsField, formatsField } from '../captions';
+
+export const eventsField: INodeProperties = {
+	displayName: 'Events',
+	name: 'events',
+	type: 'multiOptions',
+	required: true,
+	options: [
+		{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
+		{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
+	],
+	default: ['job.completed', 'job.cancelled'],
+	description: 'The events that start the workflow; others are acknowledged and ignored',
+};
+
+export const attachCaptionsFields: INodeProperties[] = [
+	{
+		displayName: 'Attach Captions',
+		name: 'attachCaptions',
+		type: 'boolean',
+		default: false,
+		description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
+	},
+	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
+	{ ...captionsAsField, displayOptions: { show: { attachCaptions: [true] } } },
+	{
+		displayName: 'Put Output File in Field',
+		name: 'binaryPropertyName',
+		type: 'string',
+		default: 'data',
+		required: true,
+		displayOptions: { show: { attachCaptions: [true], captionsAs: ['binary', 'both'] } },
+		hint: 'The name of the output binary field to put the file in',
+		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
+	},
+];

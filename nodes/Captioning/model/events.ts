@@ -1,0 +1,71 @@
+// The service's events (interface part 6) and the statuses they report: their shape, what is
+// final, and whether a job (as read from the API) backs an event up. Imports nothing of the package.
+import type { IDataObject } from 'n8n-workflow';
+
+import type { Job } from './types';
+
+export const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export interface CaptioningEvent {
+	id: string;
+	object: 'event';
+	type: EventType;
+	created_at: string;
+	data: Job;
+}
+
+/** The status a job has when its event is sent, and the event a final status sends. */
+export const STATUS_OF: Record<EventType, Job['status']> = { 'job.completed': 'completed', 'job.cancelled': 'cancelled' };
+
+/** The reason a body is not an Event of interface part 6, or undefined when it is one. */
+export function eventProblem(body: unknown): string | undefined {
+	if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
+	const e = body as IDataObject;
+	if (typeof e.id !== 'string' || !/^evt_/.test(e.id)) return 'id must be an event id starting with evt_';
+	if (e.object !== 'event') return 'object must be "event"';
+	if (!EVENT_TYPES.includes(e.type as EventType)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
+	const data = e.data as IDataObject | undefined;
+	if (typeof data !== 'object' || data === null || data.object !== 'job' || typeof data.id !== 'string' || data.id === '') {
+		return 'data must be the job (an object with object "job" and its id)';
+	}
+	return undefined;
+}
+
+/** Why the job as read does not back the event up, or undefined when it does. */
+export function verificationProblem(event: CaptioningEvent, job: Job): string | undefined {
+	if (job.status !== STATUS_OF[event.type]) {
+		return `the event says ${event.type} but the job's status is ${job.status}`;
+	}
+	return undefined;
+}
+
+export const EVENT_OF_STATUS: Partial<Record<Job['status'], EventType>> = { completed: 'job.completed', cancelled: 'job.cancelled' };
+
+/** Completed or cancelled: a final job stays so. */
+export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';
+
+/**
+ * A webhook's own address: the last two segments of a URL's path (the trigger's
+ * `<webhook id>/captioning`, a waiting execution's `<execution id>/<node id>`). What stands before
+ * them (host, n8n's endpoint name, a reverse proxy's prefix) may differ between the URL a job was
+ * ordered with and the request n8n receives; these segments are what n8n routes by.
+ */
+export function webhookOwnPath(url: string): string {
+	let pathname: string;
+	try {
+		pathname = new URL(url, 'https://invalid').pathname;
+	} catch {
+		return '';
+	}
+	return pathname.split('/').filter(Boolean).slice(-2).join('/');
+}
+
+/** Why the job was not meant for the webhook called at `calledUrl`, or undefined when it was. */
+export function destinationProblem(job: Job, calledUrl: string): string | undefined {
+	const orderedFor = webhookOwnPath(String(job.options?.webhook_url ?? ''));
+	if (orderedFor && orderedFor === webhookOwnPath(calledUrl)) return undefined;
+	return orderedFor
+		? `job ${job.id} was ordered with another Webhook URL, so its events are not for this workflow`
+		: `job ${job.id} was ordered without a Webhook URL, so no event of it is for this workflow`;
+}

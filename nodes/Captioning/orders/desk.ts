@@ -1,0 +1,117 @@
+// What the orders of one node run share (the order desk): n8n's deduplication store, the job pages a
+// lookup of an earlier order read (once for the whole run), and the orders under way, so that equal
+// orders of a batch are one POST.
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+
+import type { InputFile } from '../media/binary';
+import type { CheckedObject } from '../media/s3Object';
+import type { CreateJobBody, Job } from '../model/types';
+import { jobPages } from '../transport/jobs';
+import type { S3Access, S3Object } from '../transport/s3';
+import { canonicalJson } from './keys';
+import { Remembered } from './remembered';
+
+/** How far back a lookup of an earlier upload reads the job list (pages of 100, newest first). */
+export const LOOKUP_PAGES = 10;
+
+/** An item's order, checked and ready: nothing has been sent yet. */
+export interface Order {
+	body: CreateJobBody;
+	file?: InputFile;
+	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
+	s3?: { object: S3Object; hours: number; checked?: CheckedObject & { access: S3Access } };
+	idempotency: 'auto' | 'custom' | 'none';
+	customKey?: string;
+	wait: 'none' | 'poll' | 'webhook';
+	interval: number;
+	timeout: number;
+}
+
+export interface Placed {
+	job: Job;
+	replayed: boolean;
+}
+
+/** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
+export class OrderDesk {
+	readonly remembered: Remembered | undefined;
+	private readonly pages: Array<Promise<{ jobs: Job[]; more: boolean }>> = [];
+	private pageReader: AsyncGenerator<Job[]> | undefined;
+	private readonly underWay = new Map<string, Promise<Placed>>();
+
+	constructor(private readonly ctx: IExecuteFunctions) {
+		this.remembered = Remembered.of(ctx);
+	}
+
+	/** Page n of the job list, read once for the whole run. */
+	private async page(n: number): Promise<{ jobs: Job[]; more: boolean }> {
+		this.pageReader ??= jobPages(this.ctx, {}, { priority: -1 });
+		while (this.pages.length <= n) {
+			const previous = this.pages.at(-1) ?? Promise.resolve({ jobs: [], more: true });
+			const reader = this.pageReader;
+			this.pages.push(
+				previous.then(async ({ more }) => {
+					if (!more) return { jobs: [], more: false };
+					const next = await reader.next();
+					return next.done ? { jobs: [], more: false } : { jobs: next.value, more: next.value.length > 0 };
+				}),
+			);
+		}
+		return await this.pages[n];
+	}
+
+	/** The upload that carried this file for this key before, among the newest jobs' uploads. */
+	async findUpload(key: string, sha: string): Promise<string | undefined> {
+		const remembered = this.remembered;
+		if (!remembered) return undefined;
+		for (let n = 0; n < LOOKUP_PAGES; n++) {
+			const { jobs, more } = await this.page(n);
+			const candidates = jobs.filter((job) => job.media?.type === 'upload' && job.media.upload_id).map((job) => `upload ${key} ${sha} ${job.media.upload_id}`);
+			if (candidates.length) {
+				const [hit] = await remembered.known(candidates);
+				if (hit) return hit.split(' ').at(-1);
+			}
+			if (!more) return undefined;
+		}
+		return undefined;
+	}
+
+	/**
+	 * The earlier job of an S3 Object order, among the newest jobs: the same object (its URL without
+	 * the signature, as the transport hands jobs on) and the same title, metadata and options.
+	 */
+	async findS3Job(url: string, body: CreateJobBody): Promise<Job | undefined> {
+		for (let n = 0; n < LOOKUP_PAGES; n++) {
+			const { jobs, more } = await this.page(n);
+			const hit = jobs.find((job) => job.media?.type === 'url' && job.media.url === url && sameOrder(job, body));
+			if (hit) return hit;
+			if (!more) return undefined;
+		}
+		return undefined;
+	}
+
+	/**
+	 * One POST per key and order in a run: equal orders of a batch share the first one's job (the
+	 * others as replays). The same Custom Key with another order is sent, and refused by the service.
+	 */
+	async shared(key: string, identity: string, place: () => Promise<Placed>): Promise<Placed> {
+		const mark = `${key}\n${identity}`;
+		const first = this.underWay.get(mark);
+		if (first) return { ...(await first), replayed: true };
+		const placing = place();
+		this.underWay.set(mark, placing);
+		return await placing;
+	}
+}
+
+/** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
+function sameOrder(job: Job, body: CreateJobBody): boolean {
+	if (body.title !== undefined && job.title !== body.title) return false;
+	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
+	const options = (job.options ?? {}) as IDataObject;
+	const fields = ['style', 'model', 'speaker_labels', 'speaker_label_style', 'atmospherics', 'profanity', 'glossary', 'webhook_url'] as const;
+	if (fields.some((f) => body[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(body[f]))) return false;
+	if (body.redactions === undefined) return true;
+	const redactions = (options.redactions ?? {}) as IDataObject;
+	return Object.entries(body.redactions).every(([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v));
+}

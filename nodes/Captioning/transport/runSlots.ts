@@ -1,0 +1,85 @@
+// A node run's own places (Batching → Concurrency): at most that many of its requests under way,
+// the lowest item first, all refused once the run has stopped. Every request of the run also takes
+// its turn from the key's pace (pacing.ts).
+import { takeFirst, TurnAborted } from './pacing';
+
+/** Batching → Concurrency's default: a run's requests under way at once. */
+export const DEFAULT_CONCURRENCY = 4;
+
+/** A request that was not sent because the batch stopped (another item failed). */
+export class BatchStopped extends Error {
+	constructor() {
+		super('Not sent: the batch stopped after another item failed');
+	}
+}
+
+interface Waiter {
+	/** The item's priority: the lowest first. */
+	rank: number;
+	seq: number;
+	resolve: () => void;
+	reject: (error: Error) => void;
+}
+
+/** A node run's places: Batching → Concurrency, the lowest item first, none once the run stopped. */
+export class RunSlots {
+	private active = 0;
+	private readonly waiters: Waiter[] = [];
+	private seq = 0;
+	private readonly stopping = new AbortController();
+
+	constructor(readonly concurrency: number) {}
+
+	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
+	get stopSignal(): AbortSignal {
+		return this.stopping.signal;
+	}
+
+	get stopped(): boolean {
+		return this.stopping.signal.aborted;
+	}
+
+	/** Waits for a place (lowest priority first); resolves with the release. */
+	async acquire(priority: number, signal?: AbortSignal): Promise<() => void> {
+		if (this.stopped) throw new BatchStopped();
+		if (signal?.aborted) throw new TurnAborted();
+		if (this.active < this.concurrency && this.waiters.length === 0) {
+			this.active += 1;
+		} else {
+			await new Promise<void>((resolve, reject) => this.waiters.push({ rank: priority, seq: this.seq++, resolve, reject }));
+		}
+		let released = false;
+		return () => {
+			if (released) return;
+			released = true;
+			this.active -= 1;
+			this.grant();
+		};
+	}
+
+	/** Refuses every request not yet sent; requests under way finish. */
+	stop(): void {
+		if (this.stopped) return;
+		this.stopping.abort();
+		for (const waiter of this.waiters.splice(0)) waiter.reject(new BatchStopped());
+	}
+
+	private grant(): void {
+		while (this.waiters.length > 0 && this.active < this.concurrency) {
+			const waiter = takeFirst(this.waiters);
+			this.active += 1;
+			waiter.resolve();
+		}
+	}
+}
+
+const runs = new WeakMap<object, RunSlots>();
+
+/** Makes every request sent through `ctx` (one node run) share these places. */
+export function useRunSlots(ctx: object, slots: RunSlots): void {
+	runs.set(ctx, slots);
+}
+
+export function runSlotsOf(ctx: object): RunSlots | undefined {
+	return runs.get(ctx);
+}

@@ -1,0 +1,77 @@
+// Who the credentials name: the service's checked Base URL and the pace of their key there.
+import type {
+	IExecuteFunctions,
+	IHookFunctions,
+	ILoadOptionsFunctions,
+	IPollFunctions,
+	IWebhookFunctions,
+} from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+import { createHash } from 'node:crypto';
+
+import type { KeyPace } from './pacing';
+import { paceFor } from './pacing';
+
+export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions | IPollFunctions;
+
+export const CREDENTIAL_NAME = 'captioningApi';
+
+/** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
+export interface Service {
+	baseUrl: string;
+	pace: KeyPace;
+}
+
+const services = new WeakMap<object, Map<number, Promise<Service>>>();
+
+/**
+ * The credentials' Base URL, checked and without a trailing slash, and the pace shared by every
+ * request with the same key at that Base URL (found by a digest of both: the key is not kept).
+ * Read once per node run and item.
+ */
+export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service> {
+	let byItem = services.get(ctx);
+	if (!byItem) services.set(ctx, (byItem = new Map()));
+	let service = byItem.get(itemIndex);
+	if (!service) {
+		service = readService(ctx, itemIndex);
+		byItem.set(itemIndex, service);
+		service.catch(() => byItem.delete(itemIndex));
+	}
+	return await service;
+}
+
+async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
+	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
+	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	let url: URL | undefined;
+	try {
+		url = new URL(baseUrl);
+	} catch {
+		url = undefined;
+	}
+	if (!url || !['http:', 'https:'].includes(url.protocol) || !url.pathname.endsWith('/v1')) {
+		throw new NodeOperationError(ctx.getNode(), `The Base URL "${baseUrl}" in the Captioning API credentials is not valid`, {
+			itemIndex,
+			description: 'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
+		});
+	}
+	const identity = createHash('sha256').update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`).digest('hex');
+	return { baseUrl, pace: paceFor(identity) };
+}
+
+/**
+ * Whether a URL lies under the Base URL: the same origin and, after the URL parser has resolved
+ * dot segments (also percent-encoded ones), a path inside the Base URL's path. Only such URLs get
+ * the API key: elsewhere on the same host (another API, the host's admin pages) it is not sent.
+ */
+export function underBaseUrl(url: string, baseUrl: string): boolean {
+	try {
+		const target = new URL(url);
+		const base = new URL(baseUrl);
+		const prefix = base.pathname.replace(/\/+$/, '');
+		return target.origin === base.origin && target.username === '' && target.password === '' && target.pathname.startsWith(`${prefix}/`);
+	} catch {
+		return false;
+	}
+}
