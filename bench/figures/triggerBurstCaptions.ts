@@ -3,7 +3,7 @@
 // against n8n's Webhook node given the same burst in the same n8n (bursts alternating, two each),
 // first tries the sender gave up on (no answer within 10 s), and the share of the key's reads
 // answered 429. Twice: with n8n's defaults, where n8n builds an expression isolate for every delivery
-// to a community trigger, and with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, which README recommends
+// to a community trigger, and with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, which docs/triggers.md recommends
 // for bursts (CONTRIBUTING, "n8n's faults").
 import { activateBurstWorkflows, BURST_EVENTS, fireBurst, importBurstWorkflows } from '../../test/real/burst';
 import { createN8n, installN8n, tempFolder } from '../../test/real/instance';

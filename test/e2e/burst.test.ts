@@ -7,7 +7,7 @@
 // key's pace). A download that fails after the answer still starts the workflow, with captions_error,
 // and the event's redelivery starts nothing. The answer times are printed; the bench compares them
 // with n8n's own Webhook node (test/real/burst.ts). Versions: N8N_E2E_VERSIONS (default 2.41.1 and
-// 1.122.5). n8n 2.x runs with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, as README recommends for
+// 1.122.5). n8n 2.x runs with N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, as docs/triggers.md recommends for
 // bursts: by default it builds an expression isolate for every delivery to a community trigger,
 // which on these 2-core machines alone outlasts the sender's 10 s (CONTRIBUTING, "n8n's faults";
 // the bench measures both).

@@ -338,7 +338,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			before = now;
 		}
 		// Reported, not asserted: n8n loads a workflow's static data per request and saves it whole
-		// afterwards, and offers webhook nodes no shared atomic store (README, Queue mode).
+		// afterwards, and offers webhook nodes no shared atomic store (docs/queue-mode.md).
 		console.log(`queue mode: two simultaneous copies of one event started two executions in ${both.length} of ${trials} trials`);
 	}, 240000);
 

@@ -1,4 +1,4 @@
-// Job → Create's S3 Object source (README, "Videos in S3"): one signed HEAD checks the object
+// Job → Create's S3 Object source (docs/s3.md): one signed HEAD checks the object
 // (exists, readable, within the service's size), then the service gets a time-limited signed GET
 // URL as media_url and fetches the media itself. No media byte passes through n8n.
 // The credential is our own (captioningS3Api) and is tested here, by the node (`testedBy`): S3

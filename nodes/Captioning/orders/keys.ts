@@ -1,4 +1,4 @@
-// The Idempotency-Key of an order: what "the same order" is (README, "Paying once").
+// The Idempotency-Key of an order: what "the same order" is (docs/paying-once.md).
 // The same order is the same CreateJob body, sent by the same node of the same workflow, where a
 // file counts by its bytes (SHA-256) and not by the upload that carried it. Never the item's
 // position (a listing that gains a file in front would pay again) nor the execution's id (every

@@ -1,4 +1,4 @@
-// Placing an order once (README, "Paying once"): the item's Idempotency-Key (orders/keys.ts), the
+// Placing an order once (docs/paying-once.md): the item's Idempotency-Key (orders/keys.ts), the
 // upload a repeat of a Binary File order reuses, an S3 Object's signed link, and the POST /jobs.
 // A repeat of a keyed order must send the very same body, upload_id included, or the service
 // answers 409. So an upload is remembered under the key and the file's SHA-256: in the node context
