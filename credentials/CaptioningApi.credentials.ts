@@ -7,6 +7,8 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
+import { underBaseUrl } from '../nodes/Captioning/transport/service';
+
 /** API key and base URL of the captioning service; "Test" reads the account. */
 export class CaptioningApi implements ICredentialType {
 	name = 'captioningApi';
@@ -39,12 +41,34 @@ export class CaptioningApi implements ICredentialType {
 	];
 
 	/**
-	 * Adds `Authorization: Bearer <key>`. A function rather than the generic
-	 * `'=Bearer {{$credentials.apiKey}}'`: n8n resolves a generic definition with the workflow's
-	 * expression engine at every request, and in n8n 2.41.1 a poll that overlaps another loses that
-	 * engine when the other ends (CONTRIBUTING, "n8n's faults"); a function needs none.
+	 * In n8n's HTTP Request node: Authentication "Predefined Credential Type", Captioning API, and a
+	 * URL under the Base URL (e.g. {Base URL}/account), for an endpoint the node does not wrap. n8n
+	 * hides this entry from the nodes panel because the package's own nodes use the credential.
+	 */
+	httpRequestNode = {
+		name: 'Captioning',
+		docsUrl: 'https://github.com/n8n-nodes-captioning/n8n-nodes-captioning#credentials',
+		apiBaseUrlPlaceholder: 'https://api.your-captioning-service.com/v1/account',
+	};
+
+	/**
+	 * Adds `Authorization: Bearer <key>`, only to a URL under the Base URL (same origin, a path inside
+	 * it): in n8n's HTTP Request node a user may type any URL, and the key must not leave the
+	 * service. A function rather than the generic `'=Bearer {{$credentials.apiKey}}'`: n8n resolves
+	 * a generic definition with the workflow's expression engine at every request, and in n8n
+	 * 2.41.1 a poll that overlaps another loses that engine when the other ends (CONTRIBUTING,
+	 * "n8n's faults"); a function needs none.
 	 */
 	async authenticate(credentials: ICredentialDataDecryptedObject, requestOptions: IHttpRequestOptions): Promise<IHttpRequestOptions> {
+		const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+		// n8n's own requests carry `url` (and `baseURL` for the credential test); the HTTP Request node's carry `uri`.
+		const options = requestOptions as IHttpRequestOptions & { uri?: string };
+		const target = targetOf(options.uri ?? options.url, options.baseURL);
+		if (!target || !underBaseUrl(target, baseUrl)) {
+			throw new Error(
+				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${target ?? 'this request\'s URL'} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
+			);
+		}
 		return { ...requestOptions, headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.apiKey ?? '')}` } };
 	}
 
@@ -89,4 +113,14 @@ export class CaptioningApi implements ICredentialType {
 			},
 		],
 	};
+}
+
+/** The URL a request goes to: its url resolved against its baseURL when it has one. */
+function targetOf(url: string | undefined, baseURL: string | undefined): string | undefined {
+	if (!url) return undefined;
+	try {
+		return baseURL ? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}` : new URL(url).href;
+	} catch {
+		return undefined;
+	}
 }

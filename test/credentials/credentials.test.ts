@@ -66,6 +66,18 @@ test('authenticate adds Authorization: Bearer <key> without an expression, keepi
 	expect(headers).toEqual({ 'Idempotency-Key': 'k1' });
 });
 
+test('authenticate gives the key only to URLs under the Base URL: another host, a path beside /v1 or a malformed URL is refused before anything is sent', async () => {
+	const authenticate = credential.authenticate as (c: object, o: object) => Promise<{ headers: object }>;
+	const credentials = { apiKey: 'sk_abc', baseUrl: 'https://api.example.com/v1/' };
+	// n8n's credential test: a path against baseURL; the HTTP Request node: `uri`.
+	expect((await authenticate(credentials, { baseURL: 'https://api.example.com/v1', url: '/account' })).headers).toEqual({ Authorization: 'Bearer sk_abc' });
+	expect((await authenticate(credentials, { uri: 'https://api.example.com/v1/jobs?limit=1', headers: { Accept: 'application/json' } })).headers).toEqual({ Accept: 'application/json', Authorization: 'Bearer sk_abc' });
+	for (const url of ['https://evil.example.net/v1/account', 'https://api.example.com/admin', 'https://api.example.com/v1/../admin', 'http://api.example.com/v1/account', 'https://api.example.com/v10/account', 'not a url']) {
+		await expect(authenticate(credentials, { uri: url })).rejects.toThrow(/only to addresses under its Base URL \(https:\/\/api\.example\.com\/v1\)/);
+	}
+	await expect(authenticate({ apiKey: 'sk_abc', baseUrl: '' }, { url: 'https://api.example.com/v1/account' })).rejects.toThrow(/Base URL \(not set\)/);
+});
+
 test('a good key passes, a full and a read-only one alike', async () => {
 	expect(await pressTest(sb.keys.full)).toEqual({ status: 'OK', message: 'Connection successful!' });
 	expect(await pressTest(sb.keys.readOnly)).toEqual({ status: 'OK', message: 'Connection successful!' });

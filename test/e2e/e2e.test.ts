@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-import { tlsPair } from '../helpers/https';
+import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from '../real/instance';
@@ -144,8 +144,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		const polling = JSON.parse(readFileSync(example('poll-finished-jobs', 'wfPollFinished1', work, n8n.url), 'utf8')) as { nodes: Array<{ name: string; parameters: Record<string, unknown> }> };
 		polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
 		await n8n.cli(['import:workflow', `--input=${tempJson('poll.json', polling)}`]);
-		// Node version 1.1 (the batch engine) with the error output, version 1 (item by item) with the regular one.
-		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput', 1.1)}`]);
+		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput', 1)}`]);
 		await n8n.cli(['import:workflow', `--input=${onErrorWorkflow('wfOnErrorRegular', 'continueRegularOutput', 1)}`]);
 	}, 40 * 60 * 1000);
 
@@ -195,6 +194,49 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		expect(outputs[0]![2].json).toMatchObject({ error: expect.stringMatching(/^title must be/), httpCode: '400', code: 'invalid_parameter', param: 'title' });
 		expect(regular.Failed).toBeUndefined();
 		expect(sb.ledger.jobs.length - jobsBefore).toBe(2);
+	}, 120000);
+
+	test("n8n's HTTP Request node with the Captioning API credential reads an endpoint under the Base URL; the key goes nowhere else", async () => {
+		const elsewhere = await httpReceiver((_req, res) => res.end('{"object":"account"}'));
+		try {
+			const request = (name: string, url: string, x: number) => ({
+				id: `http-${name}`,
+				name,
+				type: 'n8n-nodes-base.httpRequest',
+				typeVersion: 4.2,
+				position: [x, 0],
+				parameters: { method: 'GET', url, authentication: 'predefinedCredentialType', nodeCredentialType: 'captioningApi', options: {} },
+				credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
+				onError: 'continueRegularOutput',
+			});
+			await n8n.cli([
+				'import:workflow',
+				`--input=${tempJson('http-request.json', {
+					id: 'wfHttpRequest001',
+					name: 'HTTP Request with Captioning API',
+					versionId: 'wfHttpRequest001-v1',
+					active: false,
+					settings: {},
+					nodes: [
+						{ id: 'http-start', name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
+						request('Account', `${sb.baseUrl}/account`, 200),
+						request('Elsewhere', `${elsewhere.url}/v1/account`, 400),
+					],
+					connections: {
+						Start: { main: [[{ node: 'Account', type: 'main', index: 0 }]] },
+						Account: { main: [[{ node: 'Elsewhere', type: 'main', index: 0 }]] },
+					},
+				})}`,
+			]);
+			const before = sb.ledger.requests.length;
+			const run = runDataOf((await n8n.cli(['execute', '--id=wfHttpRequest001', '--rawOutput'])).stdout);
+			expect(run.Account[0].data!.main![0]![0].json).toMatchObject({ object: 'account' });
+			expect(sb.ledger.requests.slice(before).map((r) => `${r.route} ${r.status}`)).toEqual(['GET /account 200']);
+			expect(JSON.stringify(run.Elsewhere[0].data!.main![0]![0].json)).toMatch(/sends its API key only to addresses under its Base URL/);
+			expect(elsewhere.received).toEqual([]);
+		} finally {
+			await elsewhere.close();
+		}
 	}, 120000);
 
 	test("every example was imported, and uses only node types, versions and parameters this n8n has", async () => {

@@ -14,6 +14,8 @@ export interface NodeRun extends RunResult {
 	items: INodeExecutionData[];
 	/** The node's error as n8n stored it, when the node failed. */
 	failure?: { message: string; description?: string; httpCode?: string; context?: IDataObject; name?: string };
+	/** The execution hints n8n shows above the node's output. */
+	hints: Array<{ message: string; type?: string; location?: string }>;
 }
 
 export async function runCaptioning(
@@ -44,7 +46,7 @@ export async function runCaptioning(
 		onStart: options.onStart,
 		webhookWaitingBaseUrl: options.webhookWaitingBaseUrl,
 	});
-	return { ...result, items: result.output(NODE), failure: result.error(NODE) as NodeRun['failure'] };
+	return { ...result, items: result.output(NODE), failure: result.error(NODE) as NodeRun['failure'], hints: result.run.data.resultData.runData[NODE]?.[0]?.hints ?? [] };
 }
 
 export const MEDIA = 'https://media.example.com/talk.mp4';

@@ -131,6 +131,7 @@ describe('Job → Get Many: the job of a file, by the caller\'s own id (filtered
 		const run = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: true, filters: { titleContains: 'quarterly' } }, { key: other() });
 		expect(run.items.map((i) => i.json.id)).toEqual([deep]);
 		expect(reads()).toBe(10);
+		expect(run.hints).toEqual([{ message: expect.stringMatching(/^The Metadata or Title filter read the whole job history \(\d+ jobs\) to find 1 match: the service filters by status only/), location: 'outputPane' }]);
 		sb.resetLedger();
 		const none = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 5, filters: { status: 'completed', metadataKey: 'drive_file_id' } }, { key: other() });
 		expect(none.items).toEqual([]);
@@ -140,6 +141,7 @@ describe('Job → Get Many: the job of a file, by the caller\'s own id (filtered
 	test('a key with any value, and no match at all: an empty result, not an error', async () => {
 		const any = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 3, filters: { metadataKey: 'drive_file_id' } }, { key: other() });
 		expect(any.items.map((i) => i.json.title)).toEqual(['Episode 999', 'Episode 998', 'Episode 997']);
+		expect(any.hints).toEqual([]);
 		const nothing = await runCaptioning(sb, { resource: 'job', operation: 'getAll', returnAll: false, limit: 3, filters: { metadataKey: 'no_such_key' } }, { key: other() });
 		expect(nothing.failure).toBeUndefined();
 		expect(nothing.items).toEqual([]);
@@ -243,6 +245,9 @@ describe('Job → Get Captions into the item\'s JSON (for AI Agents and text ste
 			const run = await runCaptioning(sb, { resource: 'job', operation: 'getCaptions', jobId: id, formats: ['srt', 'json'], captionsAs: 'both', binaryPropertyName: 'data' });
 			const json = run.items[0].json as { caption_text: { srt: string }; caption_segments: unknown[]; caption_truncated: string[] };
 			expect(json.caption_truncated).toEqual(['srt', 'json']);
+			expect(run.hints).toEqual([
+				{ message: 'Caption text was cut at 150 characters in the JSON (SRT: 1, JSON: 1); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.', type: 'warning', location: 'outputPane' },
+			]);
 			expect(json.caption_text.srt.length).toBeLessThanOrEqual(150);
 			expect(json.caption_text.srt.endsWith('\n')).toBe(true);
 			expect(JSON.stringify(json.caption_segments).length).toBeLessThanOrEqual(150 + 2 + json.caption_segments.length);

@@ -125,6 +125,9 @@ describe('Binary File sources repeat cleanly', () => {
 		expect(counts()).toEqual({ jobs: 2, charges: 2, uploads: 2 });
 		expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(first.items.map((i) => [i.json.id, true]));
 		expect(posts().map((r) => r.status)).toEqual([201, 201, 200, 200]);
+		// Shown above the output, once for the run; the first run, which paid, shows none.
+		expect(second.hints).toEqual([{ message: '2 of 2 orders replayed a job ordered before (Idempotency), so nothing was charged for them. Their items have idempotent_replayed: true.', location: 'outputPane' }]);
+		expect(first.hints).toEqual([]);
 	});
 
 	test('a Custom Key reused for a different file stays a clear error that says so', async () => {

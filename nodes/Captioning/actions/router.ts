@@ -4,6 +4,7 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { DEFAULT_CONCURRENCY } from '../transport/runSlots';
+import { showHints } from './hints';
 import type { Operation } from './items';
 import { runItems } from './items';
 import * as account from './account';
@@ -41,5 +42,7 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
 		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, { description: 'Set it to a whole number of 1 or more (default 4).' });
 	}
-	return [await runItems(this, { concurrency, operationFor })];
+	const outputs = await runItems(this, { concurrency, operationFor });
+	showHints(this, outputs);
+	return [outputs];
 }

@@ -4,6 +4,7 @@ import { updateDisplayOptions } from 'n8n-workflow';
 import { filtersWhileReading, metadataKeyField, metadataMatches, metadataValueField, titleMatches } from '../../listing/filters';
 import type { Job } from '../../model/types';
 import { jobPages, listJobs } from '../../transport/jobs';
+import { notesOf } from '../hints';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
@@ -86,12 +87,16 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 /** Reads the list (by status) a page of 100 at a time, keeping matches, until Limit matched. */
 async function findJobs(ctx: IExecuteFunctions, byService: IDataObject, filters: IDataObject, limit: number | undefined, i: number): Promise<Job[]> {
 	const found: Job[] = [];
+	let read = 0;
 	for await (const page of jobPages(ctx, byService, { itemIndex: i })) {
 		for (const job of page) {
+			read += 1;
 			if (!metadataMatches(job, filters) || !titleMatches(job, filters)) continue;
 			found.push(job);
 			if (limit !== undefined && found.length >= limit) return found;
 		}
 	}
+	const notes = notesOf(ctx);
+	notes.wholeHistory = { read: (notes.wholeHistory?.read ?? 0) + read, matched: (notes.wholeHistory?.matched ?? 0) + found.length };
 	return found;
 }

@@ -1,0 +1,58 @@
+// What happened in a run, shown where users look: n8n's execution hints above the node's output,
+// one a kind with its counts, beside the item fields that say the same per item.
+import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n8n-workflow';
+
+import { captionLimits } from '../captions';
+
+/** What an operation noticed that the items do not show (a Get Many filter's reads). */
+export interface RunNotes {
+	/** Get Many with a Metadata or Title filter that read the job list to its end. */
+	wholeHistory?: { read: number; matched: number };
+}
+
+const notes = new WeakMap<object, RunNotes>();
+
+export function notesOf(ctx: IExecuteFunctions): RunNotes {
+	let found = notes.get(ctx);
+	if (!found) notes.set(ctx, (found = {}));
+	return found;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** The hints of a run, from its outputs and notes. */
+export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}): NodeExecutionHint[] {
+	const hints: NodeExecutionHint[] = [];
+	const jobs = outputs.filter((o) => o.json.object === 'job');
+	const replayed = jobs.filter((o) => o.json.idempotent_replayed === true).length;
+	if (replayed > 0) {
+		hints.push({
+			message: `${replayed} of ${plural(jobs.length, 'order')} replayed a job ordered before (Idempotency), so nothing was charged for ${replayed === 1 ? 'it' : 'them'}. Their items have idempotent_replayed: true.`,
+			location: 'outputPane',
+		});
+	}
+	const cut = new Map<string, number>();
+	for (const o of outputs) for (const format of (o.json.caption_truncated as string[] | undefined) ?? []) cut.set(format, (cut.get(format) ?? 0) + 1);
+	if (cut.size > 0) {
+		const byFormat = [...cut].map(([format, n]) => `${format.toUpperCase()}: ${n}`).join(', ');
+		hints.push({
+			message: `Caption text was cut at ${captionLimits.textChars.toLocaleString('en-US')} characters in the JSON (${byFormat}); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.`,
+			type: 'warning',
+			location: 'outputPane',
+		});
+	}
+	if (runNotes.wholeHistory) {
+		const { read, matched } = runNotes.wholeHistory;
+		hints.push({
+			message: `The Metadata or Title filter read the whole job history (${plural(read, 'job')}) to find ${plural(matched, 'match', 'matches')}: the service filters by status only. A Limit, or a Status filter, stops sooner.`,
+			location: 'outputPane',
+		});
+	}
+	return hints;
+}
+
+/** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
+export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
+	const hints = hintsOf(outputs, notes.get(ctx));
+	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function') ctx.addExecutionHints(...hints);
+}
