@@ -19,6 +19,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Source',
 		name: 'source',
 		type: 'options',
+		builderHint: { propertyHint: 'binary after a node that downloads the file (Google Drive Download, HTTP Request); s3 for a video in an S3 bucket (bucket and key from an S3 listing, nothing downloaded); url for a public media link' },
 		options: [
 			{ name: 'Binary File', value: 'binary', description: 'A file from an earlier node (Google Drive, S3, HTTP Request…): uploaded, then ordered, in one step' },
 			{ name: 'Media URL', value: 'url', description: 'A public http(s) URL of a video or audio file, or a video-sharing link' },
@@ -258,6 +259,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Idempotency',
 		name: 'idempotency',
 		type: 'options',
+		builderHint: { propertyHint: 'custom with a key built from the source file\'s ID (e.g. drive- followed by the Drive file ID) when a trigger hands over files, so each file is ordered and charged once; auto otherwise' },
 		options: [
 			{
 				name: 'Automatic',
@@ -275,6 +277,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Idempotency Key',
 		name: 'idempotencyKey',
 		type: 'string',
+		builderHint: { propertyHint: 'A stable ID of the source file from the trigger, prefixed, e.g. drive- plus the Google Drive file ID' },
 		default: '',
 		required: true,
 		displayOptions: { show: { idempotency: ['custom'] } },
@@ -285,6 +288,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Wait for Completion',
 		name: 'waitForCompletion',
 		type: 'options',
+		builderHint: { propertyHint: 'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions' },
 		options: [
 			{ name: "Don't Wait", value: 'none', description: 'Output the job as ordered (status queued)' },
 			{
