@@ -7,7 +7,8 @@ import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { node } from '../engine/workflow';
 import type { WaitingExecution } from '../engine/waiting';
 import { runUntilWaiting } from '../engine/waiting';
-import { MEDIA } from '../helpers/captioning';
+import { inPlaceWait } from '../../nodes/Captioning/waiting/webhook';
+import { MEDIA, runCaptioning } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -112,4 +113,23 @@ test('an event for a job this execution did not order is refused and resumes not
 	await sb.settleDeliveries();
 	expect(w.answers.map((x) => x.status).sort()).toEqual([200, 403]);
 	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({ error: `Event refused: job ${other.id} is not one this execution waits for.` });
+});
+
+test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x would hand the parent its own input): the jobs, paired, and a hint that says why', async () => {
+	const pollS = inPlaceWait.pollS;
+	inPlaceWait.pollS = 1;
+	try {
+		const running = runCaptioning(sb, { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 5 }, { input: urls(3), mode: 'integrated' });
+		while (sb.ledger.jobs.length < 3) await new Promise((r) => setTimeout(r, 50));
+		// No resume URL was given to the service: nothing will call this execution back.
+		expect(sb.ledger.jobs.map((j) => j.body.webhook_url)).toEqual([undefined, undefined, undefined]);
+		const order = jobIds();
+		for (const id of order) sb.completeJob(id);
+		const run = await running;
+		expect(run.run.status).toBe('success');
+		expect(run.items.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(order.map((id, i) => [id, 'completed', { item: i }]));
+		expect(run.hints).toEqual([{ message: expect.stringMatching(/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow its parent waits for/), location: 'outputPane' }]);
+	} finally {
+		inPlaceWait.pollS = pollS;
+	}
 });

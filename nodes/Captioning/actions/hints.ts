@@ -3,11 +3,14 @@
 import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n8n-workflow';
 
 import { captionLimits } from '../captions';
+import { inPlaceWait } from '../waiting/webhook';
 
 /** What an operation noticed that the items do not show (a Get Many filter's reads). */
 export interface RunNotes {
 	/** Get Many with a Metadata or Title filter that read the job list to its end. */
 	wholeHistory?: { read: number; matched: number };
+	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
+	webhookInPlace?: boolean;
 }
 
 const notes = new WeakMap<object, RunNotes>();
@@ -38,6 +41,12 @@ export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}):
 		hints.push({
 			message: `Caption text was cut at ${captionLimits.textChars.toLocaleString('en-US')} characters in the JSON (${byFormat}); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.`,
 			type: 'warning',
+			location: 'outputPane',
+		});
+	}
+	if (runNotes.webhookInPlace) {
+		hints.push({
+			message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: this workflow ran as a sub-workflow its parent waits for, and n8n 1.x hands such a parent its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.`,
 			location: 'outputPane',
 		});
 	}

@@ -40,6 +40,23 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 	return url;
 }
 
+/** How often On Webhook checks the jobs where it waits in place (a sub-workflow its parent waits for). */
+export const inPlaceWait = { pollS: 15 };
+
+/**
+ * Whether this run is a sub-workflow whose parent waits for it (n8n's Execute Sub-workflow with
+ * "wait for completion", or an AI tool's workflow): there On Webhook waits in place. n8n 1.x resumes
+ * such a parent with its own input instead of the sub-workflow's items once the sub-workflow has
+ * slept on a webhook (measured in 1.122.5; 2.x hands them back), and nothing a node can read tells
+ * the two apart. n8n's own rule: a parent that did not say it waits (shouldResume unset) is resumed.
+ */
+export function parentWaitsForThisRun(ctx: IExecuteFunctions): boolean {
+	if (ctx.getMode() !== 'integrated') return false;
+	// n8n-core's execution context keeps the run's data in a public field not on IExecuteFunctions.
+	const data = (ctx as unknown as { runExecutionData?: { parentExecution?: { shouldResume?: boolean } } }).runExecutionData;
+	return data?.parentExecution?.shouldResume !== false;
+}
+
 /**
  * Puts the execution to sleep until the events (or the Timeout), leaving the run's outputs (the
  * jobs as ordered, error items too) where n8n keeps the node's input.

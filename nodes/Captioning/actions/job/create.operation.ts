@@ -11,8 +11,8 @@ import type { Order } from '../../orders/desk';
 import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import { resumeUrlFor, sleepUntilEvents } from '../../waiting/webhook';
-
+import { inPlaceWait, parentWaitsForThisRun, resumeUrlFor, sleepUntilEvents } from '../../waiting/webhook';
+import { notesOf } from '../hints';
 
 const properties: INodeProperties[] = [
 	{
@@ -355,8 +355,14 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	checkBodySize(this, i, { ...body, ...placeholder });
 	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
 	const customKey = idempotency === 'custom' ? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string) : undefined;
-	const wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
-	const interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
+	let wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
+	let interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
+	if (wait === 'webhook' && parentWaitsForThisRun(this)) {
+		// Its parent would get its own input back on n8n 1.x: the jobs are waited for in place.
+		wait = 'poll';
+		interval = inPlaceWait.pollS;
+		notesOf(this).webhookInPlace = true;
+	}
 	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
 	if (!(interval >= 1 && timeout >= 1)) {
 		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
