@@ -155,6 +155,28 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		];
 		const connections = { 'Captioning Tool': { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] } };
 		await n8n.cli(['import:workflow', `--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections, settings: {} })}`]);
+		// Orders with a Custom Key: run twice, the second run replays the first order (a hint says so).
+		await n8n.cli([
+			'import:workflow',
+			`--input=${tempJson('hints.json', {
+				id: 'uiExecutionHints',
+				name: 'UI: execution hints',
+				settings: {},
+				nodes: [
+					{ id: 'h-start', name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
+					{
+						id: 'h-order',
+						name: 'Order Captions',
+						type: 'n8n-nodes-captioning.captioning',
+						typeVersion: NODE_VERSION,
+						position: [220, 0],
+						parameters: { resource: 'job', operation: 'create', source: 'url', mediaUrl: 'https://media.example.com/hint.mp4', title: 'Weekly Show', idempotency: 'custom', idempotencyKey: 'ui-hint-1' },
+						credentials,
+					},
+				],
+				connections: { Start: { main: [[{ node: 'Order Captions', type: 'main', index: 0 }]] } },
+			})}`,
+		]);
 		await n8n.start();
 		await n8n.rest('GET', '/workflows'); // sets up the owner
 		browser = await launch();
@@ -237,6 +259,22 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await expect(page.getByText('Parameter "Media URL" is required.').first().isVisible()).resolves.toBe(true);
 		await closeNode();
 	});
+
+	test('an order that replayed an earlier job shows the hint above the output, in n8n\'s words', async () => {
+		await openWorkflow('uiExecutionHints');
+		await openNode('Order Captions');
+		const output = page.getByTestId('ndv-output-panel');
+		for (let run = 0; run < 2; run++) {
+			await page.getByTestId('node-execute-button').first().click();
+			await output.getByText('Weekly Show').first().waitFor({ timeout: 60000 });
+			if (run === 0) await expect(output.getByTestId('node-hint').count()).resolves.toBe(0);
+		}
+		const hint = output.getByTestId('node-hint').first();
+		await hint.waitFor({ timeout: 30000 });
+		await expect(hint.innerText()).resolves.toMatch(/1 of 1 order replayed a job ordered before \(Idempotency\), so nothing was charged for it/);
+		await picture('execution-hint', output);
+		await closeNode();
+	}, 180000);
 
 	test("the trigger's panel shows its notice and the Production URL to paste into Job → Create", async () => {
 		await openWorkflow('uiStoreCaptions1');
