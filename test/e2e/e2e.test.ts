@@ -239,55 +239,6 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		}
 	}, 120000);
 
-	test('a sub-workflow ordering with On Webhook hands its parent the completed jobs, paired (it waits in place, since n8n 1.x would hand the parent its own input back)', async () => {
-		const urls = ['https://media.example.com/sub-a.mp4', 'https://media.example.com/sub-b.mp4'];
-		const step = (id: string, name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id, name, type, typeVersion, parameters, position: [x, 0], ...extra });
-		await n8n.cli([
-			'import:workflow',
-			`--input=${tempJson('sub-child.json', {
-				id: 'wfSubChild000001',
-				name: 'Sub-workflow: order and wait On Webhook',
-				versionId: 'wfSubChild000001-v1',
-				active: false,
-				settings: { callerPolicy: 'any' },
-				nodes: [
-					step('sub-in', 'When Called', 'n8n-nodes-base.executeWorkflowTrigger', 1, {}, 0),
-					step('sub-order', 'Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.urls }}', waitForCompletion: 'webhook', timeout: 5 }, 200, {
-						credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
-					}),
-				],
-				connections: { 'When Called': { main: [[{ node: 'Order', type: 'main', index: 0 }]] } },
-			})}`,
-		]);
-		await n8n.cli([
-			'import:workflow',
-			`--input=${tempJson('sub-parent.json', {
-				id: 'wfSubParent00001',
-				name: 'Parent calling the sub-workflow',
-				versionId: 'wfSubParent00001-v1',
-				active: false,
-				settings: {},
-				nodes: [
-					step('par-start', 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
-					step('par-media', 'Media', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ urls }) }, 200),
-					step('par-each', 'Each', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'urls' }, 400),
-					step('par-call', 'Caption in Sub-workflow', 'n8n-nodes-base.executeWorkflow', 1, { source: 'database', workflowId: 'wfSubChild000001', options: { waitForSubWorkflow: true } }, 600),
-				],
-				connections: {
-					Start: { main: [[{ node: 'Media', type: 'main', index: 0 }]] },
-					Media: { main: [[{ node: 'Each', type: 'main', index: 0 }]] },
-					Each: { main: [[{ node: 'Caption in Sub-workflow', type: 'main', index: 0 }]] },
-				},
-			})}`,
-		]);
-		const jobsBefore = sb.ledger.jobs.length;
-		const run = runDataOf((await n8n.cli(['execute', '--id=wfSubParent00001', '--rawOutput'])).stdout);
-		const ordered = sb.ledger.jobs.slice(jobsBefore);
-		expect(ordered.map((j) => j.body.media_url)).toEqual(urls);
-		const out = run['Caption in Sub-workflow'][0].data!.main![0]!;
-		expect(out.map((i) => [i.json.id, i.json.status, (i.json.media as { url?: string } | undefined)?.url])).toEqual(ordered.map((j, n) => [j.id, 'completed', urls[n]]));
-	}, 180000);
-
 	test("every example was imported, and uses only node types, versions and parameters this n8n has", async () => {
 		type Described = { name: string; version: number | number[]; properties: Array<{ name: string }> };
 		const base = JSON.parse(readFileSync(path.join(n8n.install.dir, 'node_modules/n8n-nodes-base/dist/types/nodes.json'), 'utf8')) as Described[];
@@ -307,11 +258,62 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 	});
 
 	describe('with n8n serving HTTPS', () => {
+		const subStep = (id: string, name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id, name, type, typeVersion, parameters, position: [x, 0], ...extra });
 		beforeAll(async () => {
+			// A sub-workflow (its parent: the sub-workflow test), published before n8n starts: 2.x runs only a published one.
+			await n8n.cli([
+				'import:workflow',
+				`--input=${tempJson('sub-child.json', {
+					id: 'wfSubChild000001',
+					name: 'Sub-workflow: order and wait On Webhook',
+					versionId: 'wfSubChild000001-v1',
+					active: false,
+					settings: { callerPolicy: 'any' },
+					nodes: [
+						subStep('sub-in', 'When Called', 'n8n-nodes-base.executeWorkflowTrigger', 1, {}, 0),
+						subStep('sub-order', 'Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.urls }}', waitForCompletion: 'webhook', timeout: 5 }, 200, {
+							credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
+						}),
+					],
+					connections: { 'When Called': { main: [[{ node: 'Order', type: 'main', index: 0 }]] } },
+				})}`,
+			]);
+			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfSubChild000001']);
 			for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${id}`]);
 			await n8n.start();
 			if (!version.startsWith('2.')) for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) await activateOn1x(id);
 		}, 5 * 60 * 1000);
+
+		test('a sub-workflow ordering with On Webhook hands its parent the completed jobs, paired (it waits in place, since n8n 1.x would hand the parent its own input back)', async () => {
+			const urls = ['https://media.example.com/sub-a.mp4', 'https://media.example.com/sub-b.mp4'];
+			await n8n.cli([
+				'import:workflow',
+				`--input=${tempJson('sub-parent.json', {
+					id: 'wfSubParent00001',
+					name: 'Parent calling the sub-workflow',
+					versionId: 'wfSubParent00001-v1',
+					active: false,
+					settings: {},
+					nodes: [
+						subStep('par-start', 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
+						subStep('par-media', 'Media', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ urls }) }, 200),
+						subStep('par-each', 'Each', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'urls' }, 400),
+						subStep('par-call', 'Caption in Sub-workflow', 'n8n-nodes-base.executeWorkflow', 1, { source: 'database', workflowId: 'wfSubChild000001', options: { waitForSubWorkflow: true } }, 600),
+					],
+					connections: {
+						Start: { main: [[{ node: 'Media', type: 'main', index: 0 }]] },
+						Media: { main: [[{ node: 'Each', type: 'main', index: 0 }]] },
+						Each: { main: [[{ node: 'Caption in Sub-workflow', type: 'main', index: 0 }]] },
+					},
+				})}`,
+			]);
+			const jobsBefore = sb.ledger.jobs.length;
+			const run = runDataOf((await n8n.cli(['execute', '--id=wfSubParent00001', '--rawOutput'])).stdout);
+			const ordered = sb.ledger.jobs.slice(jobsBefore);
+			expect(ordered.map((j) => j.body.media_url)).toEqual(urls);
+			const out = run['Caption in Sub-workflow'][0].data!.main![0]!;
+			expect(out.map((i) => [i.json.id, i.json.status, (i.json.media as { url?: string } | undefined)?.url])).toEqual(ordered.map((j, n) => [j.id, 'completed', urls[n]]));
+		}, 180000);
 
 		test("n8n's credential test passes a good key and explains a bad one", async () => {
 			const check = async (apiKey: string, baseUrl = sb.baseUrl) =>
