@@ -7,7 +7,7 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
-import { underBaseUrl } from '../nodes/Captioning/transport/service';
+import { baseUrlOf, underBaseUrl } from '../nodes/Captioning/transport/service';
 
 /** API key and base URL of the captioning service; "Test" reads the account. */
 export class CaptioningApi implements ICredentialType {
@@ -60,7 +60,7 @@ export class CaptioningApi implements ICredentialType {
 	 * "n8n's faults"); a function needs none.
 	 */
 	async authenticate(credentials: ICredentialDataDecryptedObject, requestOptions: IHttpRequestOptions): Promise<IHttpRequestOptions> {
-		const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+		const baseUrl = baseUrlOf(credentials);
 		// n8n's own requests carry `url` (and `baseURL` for the credential test); the HTTP Request node's carry `uri`.
 		const options = requestOptions as IHttpRequestOptions & { uri?: string };
 		const target = targetOf(options.uri ?? options.url, options.baseURL);

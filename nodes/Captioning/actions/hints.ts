@@ -4,22 +4,8 @@ import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n
 
 import { captionLimits } from '../captions';
 import { inPlaceWait } from '../waiting/webhook';
-
-/** What an operation noticed that the items do not show (a Get Many filter's reads). */
-export interface RunNotes {
-	/** Get Many with a Metadata or Title filter that read the job list to its end. */
-	wholeHistory?: { read: number; matched: number };
-	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
-	webhookInPlace?: boolean;
-}
-
-const notes = new WeakMap<object, RunNotes>();
-
-export function notesOf(ctx: IExecuteFunctions): RunNotes {
-	let found = notes.get(ctx);
-	if (!found) notes.set(ctx, (found = {}));
-	return found;
-}
+import type { RunNotes } from './items';
+import { batchOf } from './items';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -62,6 +48,6 @@ export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}):
 
 /** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
 export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
-	const hints = hintsOf(outputs, notes.get(ctx));
+	const hints = hintsOf(outputs, batchOf(ctx).notes);
 	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function') ctx.addExecutionHints(...hints);
 }

@@ -76,7 +76,15 @@ export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: n
 	return { json, pairedItem: { item: itemIndex } };
 }
 
-/** What the operations of one node run share: the waiter, the order desk, and the jobs ordered so far. */
+/** What an operation noticed that the items do not show, for the run's hints (actions/hints.ts). */
+export interface RunNotes {
+	/** Get Many with a Metadata or Title filter that read the job list to its end. */
+	wholeHistory?: { read: number; matched: number };
+	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
+	webhookInPlace?: boolean;
+}
+
+/** What the operations of one node run share: the waiter, the order desk, the jobs ordered so far, its notes. */
 export class Batch {
 	readonly waiter: JobWaiter;
 	readonly desk: OrderDesk;
@@ -84,6 +92,7 @@ export class Batch {
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
 	readonly replays = new Set<string>();
+	readonly notes: RunNotes = {};
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;
 

@@ -40,7 +40,7 @@ export function verificationProblem(event: CaptioningEvent, job: Job): string | 
 	return undefined;
 }
 
-export const EVENT_OF_STATUS: Partial<Record<Job['status'], EventType>> = { completed: 'job.completed', cancelled: 'job.cancelled' };
+export const EVENT_OF_STATUS = Object.fromEntries(EVENT_TYPES.map((type) => [STATUS_OF[type], type])) as Partial<Record<Job['status'], EventType>>;
 
 /** Completed or cancelled: a final job stays so. */
 export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';

@@ -27,7 +27,7 @@ export async function* jobPages(
 	let startingAfter: string | undefined;
 	let read = 0;
 	for (;;) {
-		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? 100 };
+		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? PAGE_SIZE };
 		if (startingAfter) qs.starting_after = startingAfter;
 		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency });
 		read += body.data.length;
@@ -45,7 +45,7 @@ export async function listJobs(
 	itemIndex?: number,
 ): Promise<Job[]> {
 	const jobs: Job[] = [];
-	const pageSize = (read: number) => (limit === undefined ? 100 : Math.min(100, limit - read));
+	const pageSize = (read: number) => (limit === undefined ? PAGE_SIZE : Math.min(PAGE_SIZE, limit - read));
 	for await (const page of jobPages(ctx, filters, { itemIndex, pageSize })) {
 		jobs.push(...page);
 		if (limit !== undefined && jobs.length >= limit) break;

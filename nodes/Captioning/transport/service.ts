@@ -16,6 +16,11 @@ export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions 
 
 export const CREDENTIAL_NAME = 'captioningApi';
 
+/** The credentials' Base URL as entered, trimmed, without a trailing slash (not yet checked). */
+export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
+	return String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+}
+
 /** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
 export interface Service {
 	baseUrl: string;
@@ -43,7 +48,7 @@ export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service
 
 async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
 	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
-	const baseUrl = String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	const baseUrl = baseUrlOf(credentials);
 	let url: URL | undefined;
 	try {
 		url = new URL(baseUrl);

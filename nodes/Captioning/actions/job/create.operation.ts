@@ -12,7 +12,6 @@ import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
 import { inPlaceWait, parentWaitsForThisRun, resumeUrlFor, sleepUntilEvents } from '../../waiting/webhook';
-import { notesOf } from '../hints';
 
 const properties: INodeProperties[] = [
 	{
@@ -361,7 +360,7 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		// Its parent would get its own input back on n8n 1.x: the jobs are waited for in place.
 		wait = 'poll';
 		interval = inPlaceWait.pollS;
-		notesOf(this).webhookInPlace = true;
+		batchOf(this).notes.webhookInPlace = true;
 	}
 	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
 	if (!(interval >= 1 && timeout >= 1)) {

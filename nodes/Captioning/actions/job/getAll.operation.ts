@@ -4,7 +4,7 @@ import { updateDisplayOptions } from 'n8n-workflow';
 import { filtersWhileReading, metadataKeyField, metadataMatches, metadataValueField, titleMatches } from '../../listing/filters';
 import type { Job } from '../../model/types';
 import { jobPages, listJobs } from '../../transport/jobs';
-import { notesOf } from '../hints';
+import { batchOf } from '../items';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
@@ -96,7 +96,7 @@ async function findJobs(ctx: IExecuteFunctions, byService: IDataObject, filters:
 			if (limit !== undefined && found.length >= limit) return found;
 		}
 	}
-	const notes = notesOf(ctx);
+	const { notes } = batchOf(ctx);
 	notes.wholeHistory = { read: (notes.wholeHistory?.read ?? 0) + read, matched: (notes.wholeHistory?.matched ?? 0) + found.length };
 	return found;
 }
