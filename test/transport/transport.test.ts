@@ -133,13 +133,11 @@ describe('retries', () => {
 
 	test('429 waits for Retry-After before the next attempt', async () => {
 		sb.injectFault('GET /account', { status: 429, retryAfter: 1 });
-		const started = Date.now();
 		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
 		expect(error).toBeUndefined();
 		const [first, second] = sb.ledger.requests.filter((r) => r.route === 'GET /account');
 		expect(second).toBeDefined();
 		expect((second as unknown as { at: number }).at - (first as unknown as { at: number }).at).toBeGreaterThanOrEqual(1000);
-		expect(Date.now() - started).toBeLessThan(5000);
 	});
 
 	test('503 without Retry-After waits the 5 seconds the interface asks for', async () => {

@@ -10,7 +10,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import { failedInN8n, networkError, notSentError, responseError } from './errors';
 import type { KeyPace, Lane, Urgency } from './pacing';
-import { ticketNumber } from './pacing';
+import { HeldTooLong, ticketNumber, TurnTimedOut } from './pacing';
 import { BatchStopped, runSlotsOf } from './runSlots';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
@@ -28,8 +28,10 @@ export interface RetryPolicy {
 	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
 	baseDelayMs: number;
 	maxDelayMs: number;
-	/** The longest wait a single Retry-After may impose; longer ones end the retries. */
+	/** The longest wait a Retry-After may impose, on this request and on the key's shared hold; longer ones end the retries. */
 	maxRetryAfterMs: number;
+	/** The longest a request waits for its turn in the key's pace before it fails unsent. */
+	maxTurnWaitMs: number;
 	/** 503 temporarily_unavailable without Retry-After: the interface says retry after 5 s. */
 	unavailableDelayMs: number;
 }
@@ -39,6 +41,7 @@ export const DEFAULT_RETRY: RetryPolicy = {
 	baseDelayMs: 500,
 	maxDelayMs: 8000,
 	maxRetryAfterMs: 60000,
+	maxTurnWaitMs: 5 * 60000,
 	unavailableDelayMs: 5000,
 };
 
@@ -115,7 +118,7 @@ export async function sendWithRetries(
 		let waited: unknown;
 		try {
 			if (slots) release = await slots.acquire(options.priority ?? options.itemIndex ?? 0, cancel);
-			if (pace && lane) done = await pace.turn(lane, options.urgency ?? 'work', seq, signal);
+			if (pace && lane) done = await pace.turn(lane, options.urgency ?? 'work', seq, policy.maxTurnWaitMs, signal);
 		} catch (error) {
 			release();
 			waited = error;
@@ -124,7 +127,7 @@ export async function sendWithRetries(
 		if (waited !== undefined) {
 			if (slots?.stopped) throw new BatchStopped();
 			if (cancel?.aborted) throw cancelled();
-			throw new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex: options.itemIndex });
+			throw notSentInTime(ctx, waited, options.itemIndex);
 		}
 		let response: IN8nHttpFullResponse;
 		try {
@@ -144,7 +147,7 @@ export async function sendWithRetries(
 		}
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		if (pace && lane) pace.observe(lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter);
+		if (pace && lane) pace.observe(lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter, policy.maxRetryAfterMs);
 		done();
 		release();
 		if (status >= 200 && status < 300) return response;
@@ -161,6 +164,17 @@ export async function sendWithRetries(
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
 		await pause(delay + Math.random() * Math.min(250, policy.baseDelayMs), cancel);
 	}
+}
+
+/** A request that waited for its turn in the key's pace and was not sent: what to do about it. */
+function notSentInTime(ctx: ApiContext, waited: unknown, itemIndex?: number): NodeOperationError {
+	const description =
+		waited instanceof HeldTooLong
+			? 'The service limits how fast one API key may read and one workspace may write, and asked for a longer pause than the node waits. Nothing was sent, so nothing was ordered or charged.'
+			: waited instanceof TurnTimedOut
+				? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+				: undefined;
+	return new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex, description });
 }
 
 export interface ApiRequestOptions {

@@ -4,13 +4,15 @@
 // trigger's burst, a batch's orders, a poll's caption downloads. So every request that carries a
 // key takes its turn from one pace per key and Base URL (`paceFor`), shared by every run of every
 // node of this package in the n8n process:
-// - a 429 holds back the lane (reads, writes) for its Retry-After, for every run; then what the
-//   hold let the service refill goes at once, and the lane keeps a tenth above the rate the service
-//   let through, speeding up slowly until it is told again;
+// - a 429 holds back the lane (reads, writes) for its Retry-After, for every run; a Retry-After
+//   longer than a request may wait is not held: the requests waiting then, and those that come
+//   before it has passed, fail at once with the service's wait named;
+// - after a hold, what it let the service refill goes at once, then the lane keeps a tenth above
+//   the rate the service let through, speeding up slowly until it is told again;
 // - a 503 halves how many requests of the lane may be under way, which grows back with each success;
-// - waiting requests go by urgency, then in the order they came: a trigger's verification read
-//   (someone waits for its answer) before a batch's order, both before a poll's caption downloads.
-// A node run also has places of its own (runSlots.ts).
+// - waiting requests go by urgency, then in the order they came, and move up as they wait (so bulk
+//   work is not starved); each waits at most until its deadline, then fails without being sent.
+// A node run also has places of its own (runSlots.ts). A pace nobody used for a while is forgotten.
 // Storage hosts (presigned uploads, captions on another host) are not limited by the service: only
 // a run's places apply to them.
 import { pause } from './sleep';
@@ -30,6 +32,10 @@ const RANK: Record<Urgency, number> = { answer: 0, work: 1, bulk: 2 };
 export const paceLimits = {
 	/** Requests of a lane under way at once per key (fewer after a 503): bounds what one 429 costs. */
 	inFlight: 6,
+	/** A waiting request moves up one urgency for each this long it has waited. */
+	ageMs: 10000,
+	/** A pace with nothing waiting, under way or held for this long is forgotten. */
+	idleMs: 10 * 60000,
 	/** A lane with nothing started for this long is quiet: the service has refilled what it allows. */
 	quietMs: 1000,
 	/** The fewest requests a window must have let through before its rate is learned from. */
@@ -43,21 +49,49 @@ export class TurnAborted extends Error {
 	}
 }
 
+/** A request that waited for its turn until its deadline, and was not sent. */
+export class TurnTimedOut extends Error {
+	constructor(waitedMs: number) {
+		super(
+			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
+		);
+	}
+}
+
+/** The service asked the key to wait longer than a request may: nothing is sent until then. */
+export class HeldTooLong extends Error {
+	constructor(
+		readonly until: number,
+		capMs: number,
+	) {
+		super(
+			`Not sent: the captioning service asked this API key to wait until ${new Date(until).toISOString()} (429 with Retry-After), longer than the ${Math.round(capMs / 1000)} s a request waits. Run again after that time`,
+		);
+	}
+}
+
 interface Ticket {
 	rank: number;
 	seq: number;
+	/** When it joined the queue (it moves up as it waits). */
+	since: number;
 	resolve: (done: () => void) => void;
 	reject: (error: Error) => void;
-	leave?: () => void;
+	leave: () => void;
 }
 
-/** Takes the first in line from a queue: the lowest rank, then the one that came first. */
-export function takeFirst<T extends { rank: number; seq: number }>(queue: T[]): T {
+/**
+ * Takes the first in line from a queue: the lowest rank, then the one that came first. With `ageMs`,
+ * a waiting entry's rank drops by one for each `ageMs` it has waited.
+ */
+export function takeFirst<T extends { rank: number; seq: number; since?: number }>(queue: T[], ageMs?: number): T {
+	const now = Date.now();
+	const rankOf = (t: T) => (ageMs && t.since !== undefined ? t.rank - (now - t.since) / ageMs : t.rank);
 	let best = 0;
 	for (let i = 1; i < queue.length; i++) {
-		const t = queue[i];
-		const b = queue[best];
-		if (t.rank < b.rank || (t.rank === b.rank && t.seq < b.seq)) best = i;
+		const t = rankOf(queue[i]);
+		const b = rankOf(queue[best]);
+		if (t < b || (t === b && queue[i].seq < queue[best].seq)) best = i;
 	}
 	return queue.splice(best, 1)[0];
 }
@@ -92,20 +126,36 @@ class LanePace {
 	private draining = false;
 	private wake?: () => void;
 
-	/** Waits for this lane's turn; resolves with what to call once the answer has come. */
-	async turn(urgency: Urgency, seq: number, signal?: AbortSignal): Promise<() => void> {
+	/** Until when the service asked for more than a request may wait (0: it did not). */
+	private refusedUntil = 0;
+	private refusal?: HeldTooLong;
+	private lastUsed = Date.now();
+
+	/**
+	 * Waits for this lane's turn, at most `maxWaitMs`; resolves with what to call once the answer
+	 * has come.
+	 */
+	async turn(urgency: Urgency, seq: number, maxWaitMs: number, signal?: AbortSignal): Promise<() => void> {
 		if (signal?.aborted) throw new TurnAborted();
+		this.lastUsed = Date.now();
+		if (this.refusal && Date.now() < this.refusedUntil) throw this.refusal;
 		return await new Promise<() => void>((resolve, reject) => {
-			const ticket: Ticket = { rank: RANK[urgency], seq, resolve, reject };
-			if (signal) {
-				const onAbort = () => {
-					const at = this.queue.indexOf(ticket);
-					if (at >= 0) this.queue.splice(at, 1);
-					reject(new TurnAborted());
-				};
-				signal.addEventListener('abort', onAbort, { once: true });
-				ticket.leave = () => signal.removeEventListener('abort', onAbort);
-			}
+			const since = Date.now();
+			const ticket: Ticket = { rank: RANK[urgency], seq, since, resolve, reject, leave: () => {} };
+			const drop = (error: Error) => {
+				const at = this.queue.indexOf(ticket);
+				if (at < 0) return;
+				this.queue.splice(at, 1);
+				ticket.leave();
+				reject(error);
+			};
+			const timer = setTimeout(() => drop(new TurnTimedOut(Date.now() - since)), maxWaitMs);
+			const onAbort = () => drop(new TurnAborted());
+			signal?.addEventListener('abort', onAbort, { once: true });
+			ticket.leave = () => {
+				clearTimeout(timer);
+				signal?.removeEventListener('abort', onAbort);
+			};
 			if (this.idleSince !== undefined) {
 				this.quietStart = Date.now() - this.idleSince >= paceLimits.quietMs;
 				this.idleSince = undefined;
@@ -113,6 +163,11 @@ class LanePace {
 			this.queue.push(ticket);
 			if (!this.draining) void this.drain();
 		});
+	}
+
+	/** Whether nothing waits, is under way or is held, and nothing was asked for a while. */
+	forgettable(now: number): boolean {
+		return this.queue.length === 0 && this.inFlight === 0 && now >= Math.max(this.holdUntil, this.refusedUntil) && now - this.lastUsed >= paceLimits.idleMs;
 	}
 
 	private async drain(): Promise<void> {
@@ -129,8 +184,8 @@ class LanePace {
 					await pause(at - now);
 					continue;
 				}
-				const ticket = takeFirst(this.queue);
-				ticket.leave?.();
+				const ticket = takeFirst(this.queue, paceLimits.ageMs);
+				ticket.leave();
 				this.start(now);
 				let done = false;
 				ticket.resolve(() => {
@@ -177,8 +232,19 @@ class LanePace {
 		this.allowed = Math.min(paceLimits.inFlight, this.allowed + 1 / this.allowed);
 	}
 
-	limited(retryAfterMs: number): void {
+	limited(retryAfterMs: number, capMs: number): void {
 		const now = Date.now();
+		if (retryAfterMs > capMs) {
+			// Longer than a request may wait: not held. What waits now fails, and so does what comes
+			// before then, each with the service's wait named, rather than queue for that long.
+			this.refusedUntil = Math.max(this.refusedUntil, now + retryAfterMs);
+			this.refusal = new HeldTooLong(this.refusedUntil, capMs);
+			for (const ticket of this.queue.splice(0)) {
+				ticket.leave();
+				ticket.reject(this.refusal);
+			}
+			return;
+		}
 		if (now < this.holdUntil) return; // requests that were already under way when it first said so
 		// What the service lets through: the requests it took since the lane last resumed, over that
 		// time plus the hold it asks for now. For a token bucket refilled at L per second and holding
@@ -211,16 +277,20 @@ class LanePace {
 export class KeyPace {
 	private readonly lanes = { read: new LanePace(), write: new LanePace() };
 
-	/** Waits for the lane's turn; resolves with what to call once the answer has come. */
-	async turn(lane: 'read' | 'write', urgency: Urgency, seq: number, signal?: AbortSignal): Promise<() => void> {
-		return await this.lanes[lane].turn(urgency, seq, signal);
+	/** Waits for the lane's turn, at most `maxWaitMs`; resolves with what to call once the answer has come. */
+	async turn(lane: 'read' | 'write', urgency: Urgency, seq: number, maxWaitMs: number, signal?: AbortSignal): Promise<() => void> {
+		return await this.lanes[lane].turn(urgency, seq, maxWaitMs, signal);
 	}
 
-	/** What the service answered: the lane learns from it. */
-	observe(lane: 'read' | 'write', status: number, retryAfterMs: number | undefined): void {
+	/** What the service answered: the lane learns from it. A Retry-After over `capMs` is not held. */
+	observe(lane: 'read' | 'write', status: number, retryAfterMs: number | undefined, capMs: number): void {
 		if (status >= 200 && status < 300) this.lanes[lane].passed();
-		else if (status === 429) this.lanes[lane].limited(retryAfterMs ?? 1000);
+		else if (status === 429) this.lanes[lane].limited(retryAfterMs ?? 1000, capMs);
 		else if (status === 503) this.lanes[lane].unavailable();
+	}
+
+	forgettable(now: number): boolean {
+		return this.lanes.read.forgettable(now) && this.lanes.write.forgettable(now);
 	}
 }
 
@@ -228,9 +298,16 @@ export class KeyPace {
 const paces = new Map<string, KeyPace>();
 
 export function paceFor(identity: string): KeyPace {
+	const now = Date.now();
+	for (const [other, pace] of paces) if (other !== identity && pace.forgettable(now)) paces.delete(other);
 	let pace = paces.get(identity);
 	if (!pace) paces.set(identity, (pace = new KeyPace()));
 	return pace;
+}
+
+/** How many paces this process keeps (what a test of forgetting counts). */
+export function pacesKept(): number {
+	return paces.size;
 }
 
 /** Forgets what every pace learned (tests that change the service's limits between them). */

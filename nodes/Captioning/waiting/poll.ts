@@ -1,33 +1,48 @@
-// Waiting for jobs inside the node (Wait for Completion: Poll). All jobs a node run waits for are
-// checked together, one round per interval: a round reads the job list (newest first, 100 a page)
-// as far back as the oldest pending job, and reads one by one only what those pages did not hold,
-// so 100 pending jobs cost a couple of reads, not 100 (readJobsTogether, which On Webhook's events
-// use too). Sleeps use n8n's sleep, so cancelling the execution ends the wait.
+// Wait for Completion: Poll. Every job a node run waits for is checked in one round per interval
+// (readJobsSettled: a page of the job list holds 100 jobs). Each item's wait ends on its own: when
+// its job is completed or cancelled, when its Timeout passes (whatever a round is doing then), or
+// when the job cannot be read for good (404, a refused key). A round that fails for some jobs, or
+// for all of them (an outage), leaves those waits to the next round.
 import type { IExecuteFunctions } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { isFinal } from '../model/events';
 import type { Job } from '../model/types';
 import { cancelSignal, pause } from '../transport';
-import { readJobsTogether } from '../transport/jobs';
+import { readJobsSettled } from '../transport/jobs';
 
-/** Reads of a round come before any item's request (priority in the node run's pacing). */
+/** Reads of a round come before any item's request (priority among the run's requests). */
 const ROUND_PRIORITY = -1;
 
-interface Pending {
-	job: Job;
+/** A Timeout's minute (tests shorten it to see a Timeout end a wait). */
+export const waitLimits = { minuteMs: 60000 };
+
+interface ItemWait {
 	itemIndex: number;
 	intervalMs: number;
 	deadline: number;
 	timeoutMinutes: number;
 	resolve: (job: Job) => void;
 	reject: (error: Error) => void;
+	/** Ends the Timeout's timer. */
+	stopTimer: AbortController;
 }
 
+/** A job and the waits of the items that ordered it (equal orders of a run share one job). */
+interface Watched {
+	job: Job;
+	waits: ItemWait[];
+	/** The last error reading it, named if its waits end by Timeout. */
+	lastError?: Error;
+}
+
+/** Read errors that a later round would meet again: the job is gone, or the key may not read it. */
+const lastsForGood = (error: Error) => error instanceof NodeApiError && ['401', '403', '404'].includes(String(error.httpCode));
+
 export class JobWaiter {
-	private readonly pending = new Map<string, Pending>();
+	private readonly watched = new Map<string, Watched>();
 	private running = false;
-	/** Rounds and reads so far (what a test or the bench can count). */
+	/** Rounds so far (what a test or the bench can count). */
 	rounds = 0;
 
 	constructor(private readonly ctx: IExecuteFunctions) {}
@@ -36,15 +51,19 @@ export class JobWaiter {
 	async wait(job: Job, itemIndex: number, intervalSeconds: number, timeoutMinutes: number): Promise<Job> {
 		if (isFinal(job)) return job;
 		const done = new Promise<Job>((resolve, reject) => {
-			this.pending.set(job.id, {
-				job,
+			let watched = this.watched.get(job.id);
+			if (!watched) this.watched.set(job.id, (watched = { job, waits: [] }));
+			const wait: ItemWait = {
 				itemIndex,
 				intervalMs: intervalSeconds * 1000,
-				deadline: Date.now() + timeoutMinutes * 60000,
+				deadline: Date.now() + timeoutMinutes * waitLimits.minuteMs,
 				timeoutMinutes,
 				resolve,
 				reject,
-			});
+				stopTimer: new AbortController(),
+			};
+			watched.waits.push(wait);
+			this.startTimer(job.id, wait);
 		});
 		if (!this.running) void this.run();
 		return await done;
@@ -52,60 +71,72 @@ export class JobWaiter {
 
 	/** Ends every wait with this error (the batch stopped, or the execution was cancelled). */
 	stop(error: Error): void {
-		for (const entry of this.pending.values()) entry.reject(error);
-		this.pending.clear();
+		for (const id of [...this.watched.keys()]) this.end(id, (wait) => wait.reject(error));
+	}
+
+	/** Ends the waits of one job (all of them, or one) and forgets the job once none is left. */
+	private end(id: string, settle: (wait: ItemWait) => void, only?: ItemWait): void {
+		const watched = this.watched.get(id);
+		if (!watched) return;
+		for (const wait of watched.waits.filter((w) => !only || w === only)) {
+			wait.stopTimer.abort();
+			settle(wait);
+		}
+		watched.waits = only ? watched.waits.filter((w) => w !== only) : [];
+		if (watched.waits.length === 0) this.watched.delete(id);
+	}
+
+	/** The wait's Timeout, kept by a timer of its own: it fires whatever a round is doing. */
+	private startTimer(id: string, wait: ItemWait): void {
+		pause(Math.max(0, wait.deadline - Date.now()), wait.stopTimer.signal).then(
+			() => this.end(id, (w) => w.reject(this.timeoutError(id, w)), wait),
+			() => undefined, // stopped: the wait ended otherwise
+		);
+	}
+
+	private timeoutError(id: string, wait: ItemWait): NodeOperationError {
+		const watched = this.watched.get(id);
+		const job = watched?.job;
+		const progress = job?.progress === null || job?.progress === undefined ? '' : `, ${job.progress}% done`;
+		const lastRead = watched?.lastError ? ` The last check could not read it: ${watched.lastError.message}.` : '';
+		return new NodeOperationError(this.ctx.getNode(), `Job ${id} did not finish within ${wait.timeoutMinutes} minutes (status ${job?.status ?? 'unknown'}${progress})`, {
+			itemIndex: wait.itemIndex,
+			description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
+		});
 	}
 
 	private async run(): Promise<void> {
 		this.running = true;
 		try {
-			while (this.pending.size > 0) {
-				const entries = [...this.pending.values()];
-				const interval = Math.min(...entries.map((e) => e.intervalMs));
-				const untilDeadline = Math.min(...entries.map((e) => e.deadline)) - Date.now();
-				await pause(Math.max(0, Math.min(interval, untilDeadline)), cancelSignal(this.ctx));
-				if (this.pending.size === 0) break;
-				await this.round();
-				this.expire();
+			while (this.watched.size > 0) {
+				const waits = [...this.watched.values()].flatMap((w) => w.waits);
+				await pause(Math.min(...waits.map((w) => w.intervalMs)), cancelSignal(this.ctx));
+				if (this.watched.size > 0) await this.round();
 			}
 		} catch (error) {
+			// Only the execution's cancel ends the rounds (a round's own failures are the jobs').
 			this.stop(error as Error);
 		} finally {
 			this.running = false;
 		}
 	}
 
-	/** One read of every pending job, in as few requests as the interface allows. */
+	/** One read of every watched job, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
 		this.rounds += 1;
-		const read = await readJobsTogether(this.ctx, [...this.pending.values()].map((e) => e.job), { priority: ROUND_PRIORITY });
-		for (const job of read.values()) this.update(job);
-	}
-
-	private update(job: Job): void {
-		const entry = this.pending.get(job.id);
-		if (!entry) return;
-		entry.job = job;
-		if (isFinal(job)) {
-			this.pending.delete(job.id);
-			entry.resolve(job);
-		}
-	}
-
-	/** Jobs past their Timeout fail their own item; the others go on waiting. */
-	private expire(): void {
-		const now = Date.now();
-		for (const [id, entry] of this.pending) {
-			if (now < entry.deadline) continue;
-			this.pending.delete(id);
-			const { job } = entry;
-			const progress = job.progress === null ? '' : `, ${job.progress}% done`;
-			entry.reject(
-				new NodeOperationError(this.ctx.getNode(), `Job ${job.id} did not finish within ${entry.timeoutMinutes} minutes (status ${job.status}${progress})`, {
-					itemIndex: entry.itemIndex,
-					description: 'The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.',
-				}),
-			);
+		const jobs = [...this.watched.values()].map((w) => w.job);
+		const read = await readJobsSettled(this.ctx, jobs, { priority: ROUND_PRIORITY });
+		for (const [id, result] of read) {
+			const watched = this.watched.get(id);
+			if (!watched) continue;
+			if (result instanceof Error) {
+				watched.lastError = result;
+				if (lastsForGood(result)) this.end(id, (w) => w.reject(result));
+				continue;
+			}
+			watched.job = result;
+			watched.lastError = undefined;
+			if (isFinal(result)) this.end(id, (w) => w.resolve(result));
 		}
 	}
 }

@@ -1,0 +1,109 @@
+// The key's pace (transport/pacing.ts) on n8n's timers under jest's fake clock: what it holds, how
+// long a request may wait, and who goes first are decided by the clock it is given, not by how
+// busy the machine is.
+import { HeldTooLong, KeyPace, paceFor, paceLimits, pacesKept, forgetPaces, TurnTimedOut } from '../../nodes/Captioning/transport/pacing';
+
+const CAP = 60000;
+let seq = 0;
+
+beforeEach(() => {
+	jest.useFakeTimers();
+	forgetPaces();
+});
+afterEach(() => jest.useRealTimers());
+
+/** Asks for `n` turns; each is given back at once once granted. Returns when each was granted (ms from now). */
+function take(pace: KeyPace, n: number, urgency: 'answer' | 'work' | 'bulk' = 'work', maxWaitMs = 5 * 60000) {
+	const start = Date.now();
+	const granted: number[] = [];
+	const errors: Error[] = [];
+	const all = Array.from({ length: n }, async () => {
+		try {
+			const done = await pace.turn('read', urgency, ++seq, maxWaitMs);
+			granted.push(Date.now() - start);
+			pace.observe('read', 200, undefined, CAP);
+			done();
+		} catch (error) {
+			errors.push(error as Error);
+		}
+	});
+	return { granted, errors, settled: Promise.all(all) };
+}
+
+test('a single 429 after a few requests teaches no rate: after its hold the key goes on at full speed', async () => {
+	const pace = new KeyPace();
+	await take(pace, 2).settled;
+	pace.observe('read', 429, 1000, CAP);
+	const after = take(pace, 40);
+	await jest.advanceTimersByTimeAsync(1000);
+	await after.settled;
+	// All forty once the hold (1 s) has passed, none spaced: a rate learned from one refusal would be 1 a second.
+	expect(after.granted).toHaveLength(40);
+	expect(Math.max(...after.granted)).toBe(1000);
+});
+
+test('a Retry-After longer than a request may wait is not held: what waits and what comes fail at once, naming the wait', async () => {
+	const pace = new KeyPace();
+	// Hold the lane briefly so that requests wait in it.
+	pace.observe('read', 429, 2000, CAP);
+	const waiting = take(pace, 3);
+	pace.observe('read', 429, 3600 * 1000, CAP);
+	await waiting.settled;
+	expect(waiting.granted).toHaveLength(0);
+	expect(waiting.errors).toHaveLength(3);
+	expect(waiting.errors[0]).toBeInstanceOf(HeldTooLong);
+	expect(waiting.errors[0].message).toMatch(/asked this API key to wait until .* longer than the 60 s a request waits/);
+	await expect(pace.turn('read', 'work', ++seq, 5 * 60000)).rejects.toBeInstanceOf(HeldTooLong);
+	// Writes are another lane: not refused.
+	const write = await pace.turn('write', 'work', ++seq, 5 * 60000);
+	write();
+	// Once the service's hour has passed, reads go again.
+	await jest.advanceTimersByTimeAsync(3600 * 1000);
+	const later = take(pace, 1);
+	await later.settled;
+	expect(later.granted).toHaveLength(1);
+});
+
+test('a request that waits for its turn past its deadline fails unsent; the others still go', async () => {
+	const pace = new KeyPace();
+	pace.observe('read', 429, 30000, CAP);
+	const answer = take(pace, 1, 'answer', 8000);
+	const work = take(pace, 1, 'work');
+	await jest.advanceTimersByTimeAsync(8000);
+	await answer.settled;
+	expect(answer.errors[0]).toBeInstanceOf(TurnTimedOut);
+	expect(answer.errors[0].message).toMatch(/waited 8 s for its turn/);
+	await jest.advanceTimersByTimeAsync(22000);
+	await work.settled;
+	expect(work.granted).toEqual([30000]);
+});
+
+test('waiting requests move up as they wait: bulk work held long enough goes before a newer answer', async () => {
+	const pace = new KeyPace();
+	// One request a second (learned from a 429 after ten let through in a second).
+	await take(pace, 10).settled;
+	await jest.advanceTimersByTimeAsync(1000);
+	pace.observe('read', 429, 1000, CAP);
+	const order: string[] = [];
+	const ask = (name: string, urgency: 'answer' | 'bulk') =>
+		pace.turn('read', urgency, ++seq, 5 * 60000).then((done) => {
+			order.push(name);
+			done();
+		});
+	const bulk = ask('bulk', 'bulk');
+	// The bulk request has waited over two ranks' worth when the answer comes: it goes first.
+	await jest.advanceTimersByTimeAsync(paceLimits.ageMs * 2 + 500);
+	const answer = ask('answer', 'answer');
+	await jest.advanceTimersByTimeAsync(5000);
+	await Promise.all([bulk, answer]);
+	expect(order[0]).toBe('bulk');
+});
+
+test('a pace nobody used for a while is forgotten (its memory ends)', async () => {
+	paceFor('key-a');
+	paceFor('key-b');
+	expect(pacesKept()).toBe(2);
+	await jest.advanceTimersByTimeAsync(paceLimits.idleMs + 1000);
+	paceFor('key-c');
+	expect(pacesKept()).toBe(1);
+});
