@@ -1,7 +1,7 @@
 // A test-only node that calls the transport with its parameters, so the transport runs inside
 // n8n's real execution context (real request helpers, real credential authentication).
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription, JsonObject } from 'n8n-workflow';
-import { ExpressionError, NodeApiError } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
 import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
@@ -11,6 +11,23 @@ import type { RetryPolicy } from '../../nodes/Captioning/transport';
 
 /** Short waits for tests; the 5 s of 503 and Retry-After are kept unless a test overrides them. */
 export const FAST_RETRY: Partial<RetryPolicy> = { baseDelayMs: 20, maxDelayMs: 100 };
+
+/**
+ * Failures as n8n's request helpers throw them, read in n8n's source: `reset-1x` is n8n 1.122.5's
+ * httpRequestWithAuthentication after a connection reset (a NodeApiError that kept only the code,
+ * as httpCode, and no cause); `refused-2x` is n8n 2.41.1's refusal by its SSRF protection (marked
+ * non-retryable by n8n's backend-network package), wrapped the same way.
+ */
+function failureOf(ctx: IExecuteFunctions, shape: string): Error {
+	if (shape === 'reset-1x') {
+		const error = new NodeApiError(ctx.getNode(), { message: 'read ECONNRESET', code: 'ECONNRESET' } as unknown as JsonObject);
+		return Object.assign(error, { cause: undefined });
+	}
+	const ssrf = Object.assign(new Error('The request was blocked because it resolves to a restricted IP address'), {
+		[Symbol.for('n8n.backend-network.non-retryable-error')]: true,
+	});
+	return new NodeApiError(ctx.getNode(), ssrf as unknown as JsonObject);
+}
 
 export const probe: INodeType = {
 	description: {
@@ -52,14 +69,12 @@ export const probe: INodeType = {
 				});
 				return [[{ json: { ok: true } }]];
 			}
-			case 'inside': {
-				// What n8n 2.41.1's httpRequestWithAuthentication throws when the workflow's expression
-				// isolate was freed under the request (authentication could not be resolved): its error,
-				// wrapped as n8n wraps every failure, before anything was sent.
+			case 'thrown': {
+				// A failure as n8n's request helpers hand it over, thrown by every attempt: `shape` says which.
 				let attempts = 0;
 				await sendWithRetries(this, { retryable: true, lane: 'read', target: 'the captioning service', retry }, async () => {
 					attempts += 1;
-					throw new NodeApiError(this.getNode(), new ExpressionError('No bridge acquired for this context. Call acquire() first.') as unknown as JsonObject);
+					throw failureOf(this, p.shape as string);
 				}).catch((error: Error) => {
 					throw Object.assign(error, { attempts });
 				});

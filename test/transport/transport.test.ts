@@ -98,11 +98,18 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
-	test('a request that fails inside n8n before it leaves is named so, and not tried again', async () => {
-		const { error } = await runProbe({ op: 'inside' });
+	test("a reset as n8n 1.x hands it over (a NodeApiError that kept only the code) is a network failure, tried again", async () => {
+		const { error } = await runProbe({ op: 'thrown', shape: 'reset-1x', retry: { maxAttempts: 3 } });
+		expect(error).toMatchObject({ name: 'NodeApiError', message: 'Could not reach the captioning service (ECONNRESET)' });
+		expect(error!.description).toMatch(/in 3 attempts/);
+		expect((error as unknown as { attempts: number }).attempts).toBe(3);
+	});
+
+	test("a request n8n's own policy refused (2.x's SSRF protection) is named so, and not tried again", async () => {
+		const { error } = await runProbe({ op: 'thrown', shape: 'refused-2x' });
 		expect(error).toMatchObject({ name: 'NodeApiError' });
-		expect(error!.message).toBe('n8n did not send the request to the captioning service: No bridge acquired for this context. Call acquire() first.');
-		expect(error!.description).toMatch(/failed inside n8n before it left, so this is not a network problem and it was not tried again/);
+		expect(error!.message).toBe('n8n did not send the request to the captioning service: The request was blocked because it resolves to a restricted IP address');
+		expect(error!.description).toMatch(/n8n's own policy refused the request before it left/);
 		expect(error!.context.code).toBe('not_sent');
 		expect((error as unknown as { attempts: number }).attempts).toBe(1);
 	});

@@ -141,31 +141,25 @@ function chain(cause: unknown): IDataObject[] {
 
 const NETWORK_CODE = /^(E[A-Z_]+|UND_ERR_[A-Z_]+)$/;
 
-/** The error code of a network failure, looked up through n8n's wrappers. */
+/** The error code of a network failure, looked up through n8n's wrappers (2.x keeps the cause; 1.x only the code, as httpCode). */
 export function networkCode(cause: unknown): string {
 	const code = chain(cause)
-		.map((level) => level.code)
+		.flatMap((level) => [level.code, level.httpCode])
 		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
 	return code ?? 'ECONNECTION';
 }
 
-/** n8n 2.x marks what its own policy refused to send (e.g. an address its SSRF protection blocks). */
+/** n8n 2.x marks what its own policy refused to send (its SSRF protection): the one reach into n8n's internals here. */
 const REFUSED_BY_N8N = Symbol.for('n8n.backend-network.non-retryable-error');
 
 /**
- * Whether a request that got no response failed inside n8n, before anything left: n8n refused it
- * (its SSRF protection), or could not prepare it (its expression engine, the credentials). A network
- * failure comes from the HTTP client (an axios error, or a socket or DNS error code); anything else
- * never reached the network, and sending it again would meet the same.
+ * Whether n8n refused to send the request (2.x's SSRF protection marks its refusals): only then is
+ * it "not sent". Any other failure without a response may have reached the service (a reset after
+ * the request left is the commonest network fault), so it is a network failure, tried again with
+ * the same Idempotency-Key.
  */
-export function failedInN8n(cause: unknown): boolean {
-	const levels = chain(cause);
-	if (levels.some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true)) return true;
-	const network = (level: IDataObject) =>
-		level.isAxiosError === true ||
-		(typeof level.code === 'string' && NETWORK_CODE.test(level.code)) ||
-		(level instanceof Error && level.name === 'TypeError' && level.message === 'terminated');
-	return levels.length > 0 && !levels.some(network);
+export function refusedByN8n(cause: unknown): boolean {
+	return chain(cause).some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true);
 }
 
 /** A request that failed inside n8n before it was sent: what n8n said, not a network error. */
@@ -182,7 +176,7 @@ export function notSentError(node: INode, cause: unknown, target: string, itemIn
 		param: '',
 		requestId: '',
 	};
-	const description = `${advice ? `${advice} ` : ''}The request failed inside n8n before it left, so this is not a network problem and it was not tried again. If n8n's expression engine is named, run the workflow again (an n8n fault: see the package's troubleshooting notes).`;
+	const description = `${advice ? `${advice} ` : ''}n8n's own policy refused the request before it left (an n8n administrator sets which addresses n8n may call), so it was not tried again. Nothing reached the service.`;
 	return apiError(node, e, description, itemIndex);
 }
 

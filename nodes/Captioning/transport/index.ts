@@ -8,7 +8,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { failedInN8n, networkError, notSentError, responseError } from './errors';
+import { networkError, notSentError, refusedByN8n, responseError } from './errors';
 import type { KeyPace, Lane, Urgency } from './pacing';
 import { HeldTooLong, ticketNumber, TurnTimedOut } from './pacing';
 import { BatchStopped, runSlotsOf } from './runSlots';
@@ -136,9 +136,8 @@ export async function sendWithRetries(
 			done();
 			release();
 			if (cancel?.aborted) throw cancelled();
-			// Refused or failed inside n8n before it left (its policy, its expression engine): no
-			// network problem, and sending it again would meet the same.
-			if (failedInN8n(error)) throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
+			// Refused by n8n's own policy before it left: sending it again would meet the same.
+			if (refusedByN8n(error)) throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
 			if (!options.retryable || attempt >= policy.maxAttempts) {
 				throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 			}
