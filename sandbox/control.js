@@ -24,6 +24,13 @@ function controlOf(ctx, servers) {
 		},
 		/** The most requests that were under way at once since the ledger was reset. */
 		maxInFlight: () => servers.maxInFlight(),
+		/**
+		 * New jobs are created at this instant (an ISO time; null: now), as a service whose clock is
+		 * coarse; meanwhile the job list orders jobs created at one instant by id.
+		 */
+		setCreationTime(iso) {
+			ctx.creationTime = iso;
+		},
 		setCaptionsOn(where) {
 			ctx.captionsOn = where;
 		},

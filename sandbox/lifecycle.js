@@ -188,7 +188,7 @@ function createJobs(ctx) {
 				cancellation: null,
 				captions: null,
 				metadata: body.metadata ?? {},
-				created_at: new Date().toISOString(),
+				created_at: ctx.creationTime ?? new Date().toISOString(),
 				completed_at: null,
 			},
 		};

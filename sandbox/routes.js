@@ -118,7 +118,10 @@ function createRoutes(ctx) {
 		if (status !== null && !['queued', 'processing', 'completed', 'cancelled'].includes(status)) {
 			throw new ApiError(400, 'invalid_parameter', 'status must be one of: queued, processing, completed, cancelled.', 'status');
 		}
+		// Newest first. The interface does not order jobs created at the same instant: the newest
+		// order first, or (while tests fix the creation time) by id.
 		let jobs = [...key.workspace.jobs.values()].reverse();
+		if (ctx.creationTime) jobs.sort((a, b) => b.view.created_at.localeCompare(a.view.created_at) || b.view.id.localeCompare(a.view.id));
 		const after = query.get('starting_after');
 		if (after !== null) {
 			const i = jobs.findIndex((j) => j.view.id === after);

@@ -1,17 +1,15 @@
-import type { IDataObject, INodeExecutionData, INodeType, INodeTypeDescription, IPollFunctions } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription, IPollFunctions } from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
-import { attachSettings, jobEventItem } from '../Captioning/events/item';
+import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
 import { metadataFilterFields, metadataMatches } from '../Captioning/listing/filters';
 import type { EventType } from '../Captioning/model/events';
 import { EVENT_OF_STATUS } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { jobPages } from '../Captioning/transport/jobs';
-import { DEFAULT_CONCURRENCY, RunSlots, useRunSlots } from '../Captioning/transport/runSlots';
 import type { PollState } from './cursor';
-import { finishedSince, firstState, leaveForNext, REMEMBERED_REPORTS } from './cursor';
-import { reportBudgetMs, takeTurn } from './schedule';
+import { finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -48,88 +46,69 @@ export class CaptioningPollingTrigger implements INodeType {
 		],
 	};
 
+	/**
+	 * One poll: the jobs that finished since the last one, as read (no download: a poll only reads the
+	 * job list, so it ends quickly and polls do not overlap). n8n stores an execution with them and
+	 * runs execute() in it.
+	 */
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
-		// Every parameter is read before the first request: in n8n 2.41.1 an overlapping poll may free
-		// the expression isolate while this one runs (see schedule.ts), and a parameter set by an
-		// expression needs it. (The credentials authenticate without one.)
-		const events = this.getNodeParameter('events', []) as EventType[];
-		const filters = this.getNodeParameter('filters', {}) as IDataObject;
-		const attach = attachSettings(this);
-		const pollTimes = this.getNodeParameter('pollTimes', {}) as IDataObject;
-		const wanted = (job: Job) => {
-			const type = EVENT_OF_STATUS[job.status];
-			return type !== undefined && events.includes(type) && metadataMatches(job, filters);
-		};
-		const item = async (job: Job) => await jobEventItem(this, job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true }, { attach });
-
-		if (this.getMode() === 'manual') {
-			// Fetch Test Event: the latest finished job that fits, so the workflow can be built now.
-			const latest: Job[] = [];
-			for (const type of events) {
-				for await (const page of jobPages(this, { status: type === 'job.completed' ? 'completed' : 'cancelled' })) {
-					const found = page.find(wanted);
-					if (found) latest.push(found);
-					break;
-				}
-			}
-			latest.sort((a, b) => Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at));
-			if (!latest.length) {
-				throw new NodeOperationError(this.getNode(), 'No finished job of this workspace fits Events and Filters yet', {
-					description: 'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
-				});
-			}
-			return [[await item(latest[0])]];
-		}
-
 		const staticData = this.getWorkflowStaticData('node') as PollState;
 		if (!staticData.started) {
 			// Activation: start from now (no flood of history), remembering the jobs still open.
 			Object.assign(staticData, await firstState(this));
 			return null;
 		}
-		// One poll at a time: one still under way wraps up and this one goes on from there.
-		const turn = await takeTurn(staticData);
-		if (!turn) return null;
-		try {
-			const started = Date.now();
-			const until = started + reportBudgetMs(staticData, pollTimes);
-			// Caption downloads: a few at a time, in the key's pace with every other run's requests.
-			useRunSlots(this, new RunSlots(DEFAULT_CONCURRENCY));
-			const { finished, next } = await finishedSince(this, staticData);
-			const reported = [...(next.reported ?? [])];
-			const due = finished.filter((job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`));
-			const items: Array<INodeExecutionData | undefined> = [];
-			let failure: Error | undefined;
-			let cursor = 0;
-			const report = async () => {
-				// Until shortly before the next poll is due (or a newer poll waits): what is left then
-				// goes to the next poll. Each poll reports one job per place at least, so every poll gets on.
-				while (cursor < due.length && (cursor < DEFAULT_CONCURRENCY || (Date.now() < until && !turn.wrappingUp))) {
-					const n = cursor++;
-					const job = due[n];
-					try {
-						items[n] = await item(job);
-						reported.push(`${job.id} ${job.status}`);
-					} catch (error) {
-						// Its captions could not be downloaded: the job stays open, so the next poll tries again.
-						failure ??= error as Error;
-						next.open = { ...next.open, [job.id]: job.created_at };
-					}
-				}
-			};
-			await Promise.all(Array.from({ length: DEFAULT_CONCURRENCY }, report));
-			// What is left goes to the next poll as read (it is final), and stays open should n8n restart.
-			const left = due.slice(cursor);
-			for (const job of left) next.open = { ...next.open, [job.id]: job.created_at };
-			leaveForNext(staticData, left);
-			Object.assign(staticData, next, { reported: reported.slice(-REMEMBERED_REPORTS) });
-			const emitted = items.filter((i): i is INodeExecutionData => i !== undefined);
-			if (!emitted.length && failure) {
-				throw new NodeOperationError(this.getNode(), failure, { description: 'The job will be reported at the next poll that can download its captions.' });
-			}
-			return emitted.length ? [emitted] : null;
-		} finally {
-			turn.end();
+		const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], this.getNodeParameter('filters', {}) as IDataObject);
+		const { finished, next } = await finishedSince(this, staticData);
+		const reported = next.reported ?? [];
+		const due = finished.filter((job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`));
+		// The state moves on only with the execution: n8n saves static data when a poll returns items.
+		Object.assign(staticData, next, { reported: [...reported, ...due.map((job) => `${job.id} ${job.status}`)].slice(-REMEMBERED_REPORTS) });
+		return due.length ? [due.map(eventItem)] : null;
+	}
+
+	/**
+	 * The execution of a poll's jobs (n8n runs a trigger's execute() with what poll() returned): with
+	 * Attach Captions, the captions are downloaded here, where a failure is the execution's own and
+	 * its Retry downloads again. In the editor (Fetch Test Event, where n8n runs this instead of
+	 * poll()), the latest finished job that fits.
+	 */
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		let items = this.getInputData().filter((item) => item.json.object === 'job');
+		if (items.length === 0 && this.getMode() === 'manual') items = [eventItem(await latestFinished(this))];
+		const attach = attachSettings(this);
+		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
+		return [await withCaptions(this, items, attach)];
+	}
+}
+
+/** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
+function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {
+	return (job) => {
+		const type = EVENT_OF_STATUS[job.status];
+		return type !== undefined && events.includes(type) && metadataMatches(job, filters);
+	};
+}
+
+const eventItem = (job: Job) => jobEventItem(job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true });
+
+/** Fetch Test Event: the latest finished job that fits, so the workflow can be built now. */
+async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
+	const events = ctx.getNodeParameter('events', 0, []) as EventType[];
+	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
+	const latest: Job[] = [];
+	for (const type of events) {
+		for await (const page of jobPages(ctx, { status: type === 'job.completed' ? 'completed' : 'cancelled' })) {
+			const found = page.find(wanted);
+			if (found) latest.push(found);
+			break;
 		}
 	}
+	latest.sort((a, b) => Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at));
+	if (!latest.length) {
+		throw new NodeOperationError(ctx.getNode(), 'No finished job of this workspace fits Events and Filters yet', {
+			description: 'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
+		});
+	}
+	return latest[0];
 }

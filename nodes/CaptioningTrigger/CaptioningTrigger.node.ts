@@ -1,23 +1,24 @@
 import type {
+	IExecuteFunctions,
 	IDataObject,
 	IHookFunctions,
+	INodeExecutionData,
 	INodeType,
 	INodeTypeDescription,
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeConnectionTypes } from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
-import type { AttachSettings } from '../Captioning/events/item';
-import { attachSettings, jobEventItem } from '../Captioning/events/item';
+import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
 import { backsUp, eventRead, respond } from '../Captioning/events/verify';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { afterAnswers, arrived } from './answers';
-import { asTry, claimEvent, forgottenJob, releaseEvent, REMEMBERED_EVENTS, settleEvent, tokenMatches, tryUnderWay } from './claims';
-import { readTogether } from './readBack';
+import { pause } from '../Captioning/transport';
+import { acceptEvent, claimEvent, eventsStarted, forgetTrigger, releaseEvent, tokenMatches } from './handledEvents';
+import { forgetReads, readBackLimits, readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -73,7 +74,8 @@ export class CaptioningTrigger implements INodeType {
 	};
 
 	// The interface has no webhook registration endpoint: the URL travels with each order
-	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service.
+	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service. When the
+	// workflow is deactivated, what this process remembers of the trigger ends.
 	webhookMethods = {
 		default: {
 			async checkExists(this: IHookFunctions): Promise<boolean> {
@@ -83,80 +85,78 @@ export class CaptioningTrigger implements INodeType {
 				return true;
 			},
 			async delete(this: IHookFunctions): Promise<boolean> {
+				forgetTrigger(this.getWorkflow().id, this.getNode().id);
+				forgetReads(this.getWorkflow().id, this.getNode().id);
 				return true;
 			},
 		},
 	};
 
+	/**
+	 * A delivery: checked, and for a new event that backs up, handed to n8n to start the workflow.
+	 * n8n answers it (2.x once the execution is stored): an answered event always has an execution.
+	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		const answered = arrived();
-		try {
-			return await handleDelivery.call(this, answered);
-		} finally {
-			answered();
+		const token = this.getNodeParameter('token', '') as string;
+		if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
+			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
 		}
+		const body = this.getBodyData();
+		const problem = eventProblem(body);
+		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
+		const event = body as unknown as CaptioningEvent;
+		const events = this.getNodeParameter('events', []) as EventType[];
+		if (!events.includes(event.type)) {
+			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
+		}
+		return await handleEvent(this, event);
+	}
+
+	/**
+	 * The execution of an accepted event (n8n runs a trigger's execute() with what webhook() emitted):
+	 * the event counts as handled, and with Attach Captions the captions are downloaded here, where a
+	 * failure is the execution's and its Retry downloads again.
+	 */
+	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+		const items = this.getInputData();
+		eventsStarted(this.getWorkflow().id, this.getNode().id, items.map((item) => item.json));
+		const attach = attachSettings(this);
+		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
+		return [await withCaptions(this, items, attach)];
 	}
 }
 
-/** A delivery of an event, answered as it deserves; `answered` is told once it has been. */
-async function handleDelivery(this: IWebhookFunctions, answered: () => void): Promise<IWebhookResponseData> {
-	const token = this.getNodeParameter('token', '') as string;
-	if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
-		return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
-	}
-	const body = this.getBodyData();
-	const problem = eventProblem(body);
-	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
-	const event = body as unknown as CaptioningEvent;
-
-	const events = this.getNodeParameter('events', []) as EventType[];
-	if (!events.includes(event.type)) {
-		return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
-	}
-	// Attach Captions as set, checked before the event is claimed: a setting that cannot work is
-	// answered 500, so the service delivers the event again once it is fixed.
-	let attach: AttachSettings;
-	try {
-		attach = attachSettings(this);
-	} catch (error) {
-		return respond(this, 500, { error: (error as Error).message });
-	}
+/** A new, a handled or a replayed event, or one whose other delivery is being tried. */
+async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
+	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	for (;;) {
-		const claim = claimEvent(this, event);
-		if (claim === 'new') {
-			const job = await asTry(this, event, async () => await acceptEvent(this, event));
-			answered();
-			if (!job) return { noWebhookResponse: true };
-			// Answered: now the captions (paced with every other read of the key, retried), once no other
-			// delivery waits for its answer. A download that finally fails still starts the workflow, with
-			// captions_error: the service will not send this event again, and a redelivery of it stays a
-			// duplicate. Without captions to download the workflow starts at once: n8n 2.x holds an
-			// expression isolate for each delivery until its webhook() returns (answers.ts).
-			if (attach && event.type === 'job.completed') await afterAnswers();
-			const verified = this.getNodeParameter('verify', true) as boolean;
-			const item = await jobEventItem(this, job, { id: event.id, type: event.type, createdAt: event.created_at, verified }, { attach, settle: true });
-			return { noWebhookResponse: true, workflowData: [[item]] };
+		const seen = claimEvent(ctx, event);
+		if (seen.kind === 'new') {
+			try {
+				return await startWith(ctx, event, deadline);
+			} catch (error) {
+				// n8n answers 500; the claim goes back, so that the service's redelivery is handled anew.
+				releaseEvent(ctx, event);
+				throw new NodeOperationError(ctx.getNode(), error as Error);
+			}
 		}
-		if (claim === 'replay') {
-			return respond(this, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (under another event id); each job starts this workflow once.` });
+		if (seen.kind === 'handled') return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+		if (seen.kind === 'replay') {
+			return respond(ctx, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once.` });
 		}
-		// This very event was received before: if its first try is still under way, its outcome
-		// decides (accepted: this is a duplicate; refused or failed: its claim was given back, take it here).
-		const first = tryUnderWay(this, event);
-		if (!first) return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
-		await first;
+		// Another delivery of this event is being tried: its outcome decides (handled: this is a
+		// duplicate; failed: this one takes over). Not known in time: the service tries again later.
+		const outcome = await Promise.race([seen.outcome, pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
+		if (outcome === undefined) return respond(ctx, 503, { error: `Event ${event.id} is still being handled; deliver it again later.` });
 	}
 }
 
 /**
  * A new event, claimed: read back (with the events that arrive with it) and checked as Verify
- * Events says, then answered. Returns the job to start the workflow with once accepted (answered
- * 200), or undefined once refused (answered, and the claim given back so that the service's
- * redelivery is handled anew). Answered before the captions are downloaded and before n8n creates
- * the execution (2.x waits for that to answer): under a burst those are most of the answer time,
- * and the claim already makes a redelivery a duplicate.
+ * Events says. Accepted, it goes to n8n to start the workflow (n8n answers); refused, the claim is
+ * given back so that a redelivery is handled anew.
  */
-async function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<Job | undefined> {
+async function startWith(ctx: IWebhookFunctions, event: CaptioningEvent, deadline: number): Promise<IWebhookResponseData> {
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
 	const attach = event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
 	let job: Job = event.data;
@@ -164,24 +164,21 @@ async function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Prom
 	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
-		const read = eventRead(await readTogether(ctx, event));
+		const read = await Promise.race([readTogether(ctx, event), pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
+		if (read === undefined) {
+			releaseEvent(ctx, event);
+			return respond(ctx, 503, { error: `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.` });
+		}
 		// Verify off: the status must still match (links of a job not yet completed are no captions).
-		const checked = backsUp(ctx, event, read, !verify);
+		const checked = backsUp(ctx, event, eventRead(read), !verify);
 		if ('error' in checked) {
 			releaseEvent(ctx, event);
-			respond(ctx, checked.status, { error: checked.error });
-			return undefined;
+			return respond(ctx, checked.status, { error: checked.error });
 		}
 		job = checked.job;
-		if (verify && forgottenJob(ctx, job.completed_at)) {
-			releaseEvent(ctx, event);
-			respond(ctx, 409, {
-				error: `Event refused: job ${job.id} finished before the ${REMEMBERED_EVENTS} latest events this trigger remembers, so it may have started this workflow already.`,
-			});
-			return undefined;
-		}
 	}
-	settleEvent(ctx, event, verify ? job.completed_at : null);
-	respond(ctx, 200, { received: true, started: true });
-	return job;
+	acceptEvent(ctx, event);
+	const item = jobEventItem(job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
+	// No answer of ours: n8n answers once it has stored the execution (responseMode onReceived).
+	return { workflowData: [[item]] };
 }

@@ -12,7 +12,8 @@
 // status the kept job does not have is read anew, never refused on what was kept.
 //
 // The memory is this process's and per workflow, node and credentials: n8n runs every webhook call
-// of a trigger in one process (in queue mode, in each webhook process, each with its own).
+// of a trigger in one process (in queue mode, in each webhook process, each with its own). A
+// reader with nothing queued and nothing kept is dropped; a deactivated trigger's are forgotten.
 import type { IWebhookFunctions } from 'n8n-workflow';
 
 import type { CaptioningEvent } from '../Captioning/model/events';
@@ -24,6 +25,8 @@ import { readJobsSettled } from '../Captioning/transport/jobs';
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */
 	spacingMs: 250,
+	/** A delivery is answered within this (the service gives up after 10 s): 503 when the read has not come. */
+	answerWithinMs: 8000,
 	/** How long final jobs a read showed are kept, and how many at most. */
 	recentMs: 60000,
 	recentJobs: 1000,
@@ -46,11 +49,26 @@ interface Reader {
 /** Per workflow, node and credentials. */
 const readers = new Map<string, Reader>();
 
+const triggerKey = (workflowId: string | undefined, nodeId: string) => `${workflowId ?? ''}:${nodeId}:`;
+
+/** Forgets what a trigger's reads kept (its workflow was deactivated). */
+export function forgetReads(workflowId: string | undefined, nodeId: string): void {
+	for (const key of [...readers.keys()]) if (key.startsWith(triggerKey(workflowId, nodeId))) readers.delete(key);
+}
+
 function readerOf(ctx: IWebhookFunctions): Reader {
+	const now = Date.now();
+	for (const [key, r] of readers) {
+		for (const [id, kept] of r.recent) {
+			if (now - kept.at <= readBackLimits.recentMs) break; // kept in the order they were read
+			r.recent.delete(id);
+		}
+		if (!r.draining && r.queue.length === 0 && r.recent.size === 0) readers.delete(key);
+	}
 	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
 	// waits behind every execution n8n is saving.
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
-	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
+	const key = `${triggerKey(ctx.getWorkflow().id, ctx.getNode().id)}${credential}`;
 	let reader = readers.get(key);
 	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map() }));
 	return reader;
@@ -94,7 +112,7 @@ async function drain(reader: Reader): Promise<void> {
 			let read: Map<string, Job | Error>;
 			try {
 				const jobs = batch.map((w) => ({ id: w.event.data.id, created_at: String(w.event.data.created_at ?? '') }));
-				read = await readJobsSettled(batch[0].ctx, jobs, { urgency: 'answer', seen: (job) => keep(reader, job) });
+				read = await readJobsSettled(batch[0].ctx, jobs, { urgency: 'answer', seen: (job) => keep(reader, job), retry: { maxTurnWaitMs: readBackLimits.answerWithinMs } });
 			} catch (error) {
 				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 			}

@@ -1,11 +1,12 @@
-// Serves a trigger node's webhook over HTTPS the way n8n's webhook server does: express parses the
-// request, n8n-core's WebhookContext wraps it, the node's webhook() decides the answer and whether
-// an execution starts. The emitted items are recorded as the executions that would start.
-// (The e2e suite runs the same trigger in real n8n.)
+// Serves a trigger node's webhook over HTTPS the way n8n 2.x's webhook server does: express parses
+// the request, n8n-core's WebhookContext wraps it, the node's webhook() decides whether an execution
+// starts; an execution is stored (recorded, and static data saved) before n8n answers (200, no body:
+// responseData noData), then runs through n8n's WorkflowExecute, where the trigger's execute() gets
+// what webhook() emitted. (The e2e suite runs the same trigger in real n8n.)
 import express from 'express';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { WebhookContext } from 'n8n-core';
+import { HookContext, WebhookContext } from 'n8n-core';
 import type {
 	ICredentialDataDecryptedObject,
 	IDataObject,
@@ -18,13 +19,21 @@ import type {
 import { Workflow } from 'n8n-workflow';
 
 import { tlsPair } from '../helpers/https';
-import { additionalDataFor, binaryDataService, HarnessNodeTypes } from './workflow';
+import { additionalDataFor, binaryDataService, HarnessNodeTypes, runWorkflow } from './workflow';
 
 export interface ServedTrigger {
 	/** The production URL of the trigger, as n8n shows it. */
 	url: string;
-	/** One entry per execution started: the items the trigger emitted. */
+	/** One entry per execution that ran: the trigger's output (after its execute()). */
 	executions: INodeExecutionData[][];
+	/** One entry per execution stored: what webhook() emitted (the execution's input). */
+	stored: INodeExecutionData[][];
+	/** The errors executions ended with (the trigger's execute() failed). */
+	failed: Error[];
+	/** Makes n8n fail to store the next `n` executions (a database error): answered 500, nothing runs. */
+	failStores(n: number): void;
+	/** Deactivates the workflow as n8n does: the node's webhook method `delete`. */
+	deactivate(): Promise<void>;
 	/** The node's static data, as n8n keeps it between deliveries. */
 	staticData(): IDataObject;
 	/** Replaces the node's saved static data (e.g. as an earlier version of the node left it). */
@@ -44,6 +53,8 @@ export async function serveTrigger(options: {
 	typeName: string;
 	parameters: IDataObject;
 	credentials: Record<string, ICredentialDataDecryptedObject>;
+	/** Other node types the execution may need (none: the trigger alone). */
+	nodeTypes?: Record<string, INodeType>;
 }): Promise<ServedTrigger> {
 	await binaryDataService();
 	const node: INode = {
@@ -76,6 +87,9 @@ export async function serveTrigger(options: {
 		});
 	const description = options.nodeType.description.webhooks![0] as IWebhookDescription;
 	const executions: INodeExecutionData[][] = [];
+	const stored: INodeExecutionData[][] = [];
+	const failed: Error[] = [];
+	let storesToFail = 0;
 	let counter = 0;
 	const handling = new Set<Promise<void>>();
 
@@ -98,9 +112,28 @@ export async function serveTrigger(options: {
 		handling.add(handlingThis);
 		try {
 			const result = await options.nodeType.webhook!.call(context);
-			if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Workflow was started' });
-			if (result.workflowData) {
-				executions.push(result.workflowData[0]);
+			if (result.workflowData && !result.noWebhookResponse) {
+				if (storesToFail > 0) {
+					storesToFail -= 1;
+					throw new Error('Database is not ready!');
+				}
+				stored.push(result.workflowData[0]);
+				savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+				res.status(200).end();
+				const execution = await runWorkflow({
+					nodes: [node],
+					nodeTypes: options.nodeTypes ?? { [options.typeName]: options.nodeType },
+					credentials: options.credentials,
+					input: result.workflowData[0],
+					mode: 'webhook',
+					workflowId,
+				});
+				const error = execution.error(node.name);
+				if (error) failed.push(error);
+				else executions.push(execution.output(node.name));
+			} else {
+				if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Webhook call received' });
+				// Static data changed by a delivery that starts nothing is saved too.
 				savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
 			}
 		} catch (error) {
@@ -117,6 +150,15 @@ export async function serveTrigger(options: {
 	return {
 		url: `https://127.0.0.1:${port}/webhook/${node.webhookId}/${String(description.path)}`,
 		executions,
+		stored,
+		failed,
+		failStores: (n) => (storesToFail = n),
+		deactivate: async () => {
+			const additionalData = additionalDataFor(options.credentials, 'deactivate');
+			const webhookData = { httpMethod: 'POST', node: node.name, path: String(description.path), webhookDescription: description, workflowId, workflowExecuteAdditionalData: additionalData, webhookId: node.webhookId } as IWebhookData;
+			const context = new HookContext(loadWorkflow(), node, additionalData, 'trigger', 'update', webhookData);
+			await options.nodeType.webhookMethods!.default!.delete!.call(context);
+		},
 		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
 		setStaticData: (data) => {
 			savedStaticData = { ...savedStaticData, [`node:${node.name}`]: data };

@@ -58,6 +58,8 @@ export interface Sandbox {
 	setLatency(ms: number): void;
 	maxInFlight(): number;
 	setCaptionsOn(where: 'api' | 'storage'): void;
+	/** New jobs are created at this instant (null: now): jobs that share a creation time. */
+	setCreationTime(iso: string | null): void;
 	setWebhook(config: { attempts?: number; duplicate?: boolean; rejectUnauthorized?: boolean; ca?: Buffer }): void;
 	completeJob(id: string): Record<string, unknown>;
 	seedHistory(count: number): void;
@@ -91,6 +93,7 @@ export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}
 		sandbox.setTiming(null);
 		sandbox.setLatency(0);
 		sandbox.setCaptionsOn('api');
+		sandbox.setCreationTime(null);
 		// Each test starts with the service's limits unknown, as a fresh n8n process would.
 		forgetPaces();
 	});

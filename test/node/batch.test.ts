@@ -152,7 +152,8 @@ describe('nothing lost, nothing doubled', () => {
 
 	test('Idempotency None: Retry On Fail reads back what this execution ordered instead of ordering again', async () => {
 		sb.setTiming({ queuedMs: 20, processingMs: 60 });
-		sb.injectFault('GET /jobs', { status: 400, code: 'invalid_request', message: 'Injected failure after the orders' });
+		// The first round is refused for good (a 403 ends the waits): the node fails after ordering.
+		sb.injectFault('GET /jobs', { status: 403, code: 'insufficient_permissions', message: 'Injected failure after the orders' });
 		const run = await runCaptioning(sb, create({ idempotency: 'none', waitForCompletion: 'poll', pollInterval: 1, timeout: 1 }), {
 			input: urls(3),
 			settings: { retryOnFail: true, maxTries: 2, waitBetweenTries: 10 },

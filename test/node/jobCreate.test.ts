@@ -181,8 +181,8 @@ describe('idempotency', () => {
 
 	test.each(['url', 'binary'])("n8n's Retry On Fail re-runs the node (source %s): one upload, one job, one charge", async (source) => {
 		sb.setTiming({ queuedMs: 20, processingMs: 60 });
-		// The order goes through, then the first poll fails (a non-retried 400): the node fails after paying.
-		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request', message: 'Injected failure after the order' });
+		// The order goes through, then the first poll is refused for good (a 403: a wait ends on it): the node fails after paying.
+		sb.injectFault('GET /jobs/{id}', { status: 403, code: 'insufficient_permissions', message: 'Injected failure after the order' });
 		const binary = await storeBinary(Buffer.from('media'), { fileName: 'clip.mp4', mimeType: 'video/mp4' });
 		const run = await runCaptioning(
 			sb,

@@ -79,20 +79,17 @@ test("a trigger's verification read goes before caption downloads waiting in the
 		sb.setRateLimits({ readPerSecond: 10 });
 		for (const id of ids) sb.completeJob(id);
 		await sb.settleDeliveries();
-		// Sixty downloads wait in the key's read pace (about 6 s at 10 a second) when the last job completes.
-		const queuedAt = Date.now();
+		// Sixty downloads (their executions') wait in the key's read pace when the last job completes.
 		sb.completeJob(late);
 		await sb.settleDeliveries();
 		const answered = sb.ledger.deliveries.find((d) => d.jobId === late)!;
 		await trigger.idle();
 		const downloads = sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId));
 		expect(downloads).toHaveLength(60);
-		// Its read went first: answered within about a second (a hold the service asked for may be under
-		// way), while the downloads queued before it went on for seconds after.
+		// Its read went ahead of the downloads queued before it: most of them came after it.
 		expect(answered.status).toBe(200);
-		expect(answered.at + answered.ms! - queuedAt).toBeLessThan(1500);
-		const lastDownload = Math.max(...sb.ledger.captionDownloads.map((d) => d.at));
-		expect(lastDownload - (answered.at + answered.ms!)).toBeGreaterThan(2000);
+		const lateRead = sb.ledger.requests.find((r) => r.path.endsWith(`/jobs/${late}`))!;
+		expect(downloads.filter((d) => d.at > lateRead.at).length).toBeGreaterThanOrEqual(30);
 		expect(trigger.executions).toHaveLength(61);
 	} finally {
 		await trigger.close();

@@ -1,15 +1,14 @@
-// The Captioning Polling Trigger in n8n's engine (PollContext) against the sandbox: every job of the
-// workspace that finishes starts one execution, across polls, restarts and failures, and a poll
-// reads one page when nothing happened, whatever the size of the workspace.
+// The Captioning Polling Trigger in n8n's engine (PollContext, then WorkflowExecute for the
+// execution a poll starts) against the sandbox: every job of the workspace that finishes starts
+// one execution, across polls, restarts and failures; a poll reads one page when nothing happened,
+// whatever the size of the workspace; captions are downloaded by the execution, not the poll.
 import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
-import { pollLimits, reportBudgetMs, scheduledIntervalMs } from '../../nodes/CaptioningPollingTrigger/schedule';
-import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/runSlots';
 import { binaryDataService } from '../engine/workflow';
 import type { PolledTrigger } from '../engine/polling';
 import { pollTrigger } from '../engine/polling';
-import { MEDIA, orderDirectly } from '../helpers/captioning';
+import { orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
 
@@ -36,8 +35,9 @@ describe('what it reports', () => {
 		expect(await t.poll()).toBeNull();
 		sb.completeJob(id);
 		const items = await t.poll();
-		expect(items).toEqual([
+		expect(items).toMatchObject([
 			{
+				pairedItem: { item: 0 },
 				json: expect.objectContaining({
 					id,
 					object: 'job',
@@ -87,7 +87,7 @@ describe('what it reports', () => {
 		// Each read waits a little, and the job finishes once activation has read the newest job.
 		sb.setLatency(100);
 		const activation = t.activate();
-		while (!sb.ledger.requests.some((r) => r.query.limit === '1')) await new Promise((r) => setTimeout(r, 5));
+		while (!sb.ledger.requests.some((r) => r.query.limit === '10')) await new Promise((r) => setTimeout(r, 5));
 		sb.completeJob(queued);
 		expect(await activation).toBeNull();
 		sb.setLatency(0);
@@ -117,16 +117,40 @@ describe('what it reports', () => {
 		expect(reportedIds({ executions: [(await anyValue.poll())!] } as PolledTrigger)).toEqual([a]);
 	});
 
-	test('Attach Captions downloads the files; a download that fails is tried again at the next poll', async () => {
+	test('Attach Captions: the poll reads the job list only; its execution downloads the files', async () => {
 		const t = await trigger({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
 		await t.activate();
 		const id = await orderDirectly(sb, { title: 'Episode 3' });
 		sb.completeJob(id);
-		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'Not there yet' });
-		await expect(t.poll()).rejects.toThrow(/Not there yet/);
 		const items = await t.poll();
 		expect(items![0].binary!.data_srt).toMatchObject({ fileName: 'Episode 3.srt' });
 		expect((await (await binaryDataService()).getAsBuffer(items![0].binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+		expect(items![0].pairedItem).toEqual({ item: 0 });
+		expect(await t.poll()).toBeNull();
+	});
+
+	test('a download that fails for good: the job is reported once, with captions_error naming the format and the cause', async () => {
+		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		await t.activate();
+		const id = await orderDirectly(sb, { title: 'Episode 4' });
+		sb.completeJob(id);
+		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'Not there' });
+		const items = await t.poll();
+		expect(items!.map((i) => i.json.id)).toEqual([id]);
+		expect(items![0].binary).toBeUndefined();
+		expect(items![0].json.captions_error).toMatch(/^The captions could not be downloaded \(SRT: Not there/);
+		expect(await t.poll()).toBeNull();
+	});
+
+	test('jobs created at the same instant as the newest one a poll saw, listed below it, are reported', async () => {
+		const t = await trigger();
+		sb.setCreationTime(new Date().toISOString());
+		const first = await orderDirectly(sb);
+		await t.activate();
+		// Created at the cursor's instant; the list orders such jobs by id, so some come below it.
+		const later = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
+		for (const id of [first, ...later]) sb.completeJob(id);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual([first, ...later].sort());
 		expect(await t.poll()).toBeNull();
 	});
 
@@ -200,9 +224,9 @@ describe('exactly once', () => {
 		// Transient faults are retried within the poll.
 		sb.injectFault('GET /jobs', { status: 503, code: 'temporarily_unavailable', retryAfter: 0 });
 		sb.injectFault('GET /jobs', { kind: 'reset' });
-		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual(ids);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual([...ids].sort());
 		expect(await t.poll()).toBeNull();
-		expect(reportedIds(t)).toEqual(ids);
+		expect(reportedIds(t).sort()).toEqual([...ids].sort());
 	});
 });
 
@@ -213,9 +237,9 @@ describe('what a poll costs', () => {
 			big.seedHistory(10000);
 			const t = await trigger({}, big);
 			await t.activate();
-			// The open jobs (none), the newest job (a page of one), the open jobs again: no page of history.
+			// The open jobs (none), the newest jobs (a page of ten), the open jobs again: no page of history.
 			const open = [{ status: 'queued', limit: '100' }, { status: 'processing', limit: '100' }];
-			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '1' }, ...open]);
+			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '10' }, ...open]);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
@@ -254,128 +278,18 @@ describe('what a poll costs', () => {
 	});
 });
 
-describe('floods: polls that overlap or run long', () => {
-	const limits = { ...pollLimits };
-	afterEach(() => {
-		Object.assign(pollLimits, limits);
-		sb.setLatency(0);
-	});
-
-	test('a poll that starts while another still runs: the running one wraps up and reports what it has, the new one takes over when it has ended; each job once', async () => {
+describe('floods', () => {
+	test("a poll that finds a flood reports every job at once: its execution downloads the captions, paced with the key's reads", async () => {
 		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
 		await t.activate();
-		const ids = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
+		const ids = await Promise.all(Array.from({ length: 30 }, async () => await orderDirectly(sb)));
 		for (const id of ids) sb.completeJob(id);
-		sb.setLatency(60);
-		let firstEnded = 0;
-		const first = t.poll().then((items) => ((firstEnded = Date.now()), items));
-		while (sb.ledger.captionDownloads.length < 2) await new Promise((r) => setTimeout(r, 10));
-		// n8n's next scheduled poll, while the first is downloading captions.
-		const secondStarted = Date.now();
-		const second = await t.poll();
-		const firstItems = (await first)!;
-		expect(firstItems.length).toBeGreaterThanOrEqual(DEFAULT_CONCURRENCY);
-		expect(firstItems.length).toBeLessThan(12);
-		expect(firstItems.length + second!.length).toBe(12);
-		expect(await t.poll()).toBeNull();
-		expect(reportedIds(t).sort()).toEqual([...ids].sort());
-		// The new poll read nothing while the first ran: its first read (the job list) came after it ended.
-		const lists = reads().filter((r) => r.route === 'GET /jobs' && r.at >= secondStarted);
-		expect(lists.length).toBeGreaterThan(0);
-		expect(Math.min(...lists.map((r) => r.at))).toBeGreaterThanOrEqual(firstEnded - 5);
-	});
-
-	test('a third poll while one runs and one waits leaves it to the waiting one', async () => {
-		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
-		await t.activate();
-		const ids = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
-		for (const id of ids) sb.completeJob(id);
-		sb.setLatency(60);
-		const first = t.poll();
-		while (sb.ledger.captionDownloads.length < 2) await new Promise((r) => setTimeout(r, 10));
-		const second = t.poll();
-		expect(await t.poll()).toBeNull();
-		expect((await first)!.length + (await second)!.length).toBe(12);
-		expect(reportedIds(t).sort()).toEqual([...ids].sort());
-	});
-
-	test('past its time budget a poll reports what it has and leaves the rest to the next; each job once, in the order they finished', async () => {
-		const t = await trigger({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
-		await t.activate();
-		const ids: string[] = [];
-		for (let n = 0; n < 12; n++) ids.push(await orderDirectly(sb));
-		for (const id of ids) sb.completeJob(id);
-		// A budget spent before the first download: each poll still reports one job per place (4).
-		pollLimits.minBudgetMs = 1;
-		pollLimits.maxBudgetMs = 1;
-		const polls: number[] = [];
-		for (let n = 0; n < 6 && reportedIds(t).length < 12; n++) polls.push((await t.poll())?.length ?? 0);
-		expect(polls).toEqual([DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY, DEFAULT_CONCURRENCY]);
-		expect(reportedIds(t)).toEqual(ids);
-		expect(await t.poll()).toBeNull();
-		// With a budget the downloads fit in, one poll reports the rest of a flood at once.
-		const more: string[] = [];
-		for (let n = 0; n < 12; n++) more.push(await orderDirectly(sb));
-		for (const id of more) sb.completeJob(id);
-		Object.assign(pollLimits, limits);
-		expect((await t.poll())!.map((i) => i.json.id)).toEqual(more);
-	});
-
-	test('the jobs a poll leaves for the next are not read again, however far down the list they are by then', async () => {
-		const t = await trigger({ filters: { metadataKey: 'group', metadataValue: 'mine' }, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
-		await t.activate();
-		const short = `${MEDIA}?duration=1`;
-		const ids: string[] = [];
-		for (let n = 0; n < 12; n++) ids.push(await orderDirectly(sb, { media_url: short, metadata: { group: 'mine' } }));
-		// 250 newer jobs of others, finished too: the ones left are past the pages the next poll reads.
-		const others: string[] = [];
-		for (let n = 0; n < 250; n++) others.push(await orderDirectly(sb, { media_url: short }));
-		for (const id of [...ids, ...others]) sb.completeJob(id);
-		pollLimits.minBudgetMs = 1;
-		pollLimits.maxBudgetMs = 1;
-		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
+		sb.setRateLimits({ readPerSecond: 10 });
 		sb.resetLedger();
-		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
-		expect((await t.poll())!).toHaveLength(DEFAULT_CONCURRENCY);
-		expect(reportedIds(t)).toEqual(ids);
-		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toEqual([]);
-	});
-
-	test('a poll reports until shortly before the next is due (Poll Times every 3 s), the next one reports the rest', async () => {
-		const every3s = { item: Array.from({ length: 20 }, (_, n) => ({ mode: 'custom', cronExpression: `${n * 3} * * * * *` })) };
-		const t = await trigger({ pollTimes: every3s, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
-		await t.activate();
-		const ids: string[] = [];
-		for (let n = 0; n < 100; n++) ids.push(await orderDirectly(sb));
-		for (const id of ids) sb.completeJob(id);
-		// 100 downloads of 100 ms, four at a time: about 2.5 s, more than the 2 s a poll has.
-		sb.setLatency(100);
-		const started = Date.now();
-		const first = (await t.poll())!;
-		const took = Date.now() - started;
-		expect(took).toBeLessThan(3000 - pollLimits.marginMs + 400);
-		expect(first.length).toBeLessThan(100);
-		const second = (await t.poll())!;
-		expect(first.length + second.length).toBe(100);
-		expect(reportedIds(t).sort()).toEqual([...ids].sort());
-	});
-});
-
-describe('the interval a poll plans with', () => {
-	test('from Poll Times: one entry, or custom crons at seconds of their own; several of n8n\'s own modes say nothing', () => {
-		expect(scheduledIntervalMs({ item: [{ mode: 'everyMinute' }] })).toBe(60000);
-		expect(scheduledIntervalMs({ item: [{ mode: 'everyX', value: 5, unit: 'minutes' }] })).toBe(300000);
-		expect(scheduledIntervalMs({ item: [{ mode: 'everyX', value: 2, unit: 'hours' }] })).toBe(7200000);
-		expect(scheduledIntervalMs({ item: [{ mode: 'custom', cronExpression: '*/15 * * * *' }] })).toBe(900000);
-		expect(scheduledIntervalMs({ item: [0, 10, 20, 30, 40, 50].map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) })).toBe(10000);
-		expect(scheduledIntervalMs({ item: [0, 20, 40].map((s) => ({ mode: 'custom', cronExpression: `${s} * * * * *` })) })).toBe(20000);
-		expect(scheduledIntervalMs({ item: [{ mode: 'everyMinute' }, { mode: 'everyMinute' }] })).toBeUndefined();
-		expect(scheduledIntervalMs({ item: [{ mode: 'custom', cronExpression: '0 9 * * 1-5' }] })).toBeUndefined();
-	});
-
-	test('the budget: the interval less a second, within bounds; without Poll Times to go by, the latest polls\' spacing', () => {
-		expect(reportBudgetMs({}, { item: [{ mode: 'everyMinute' }] })).toBe(59000);
-		expect(reportBudgetMs({}, { item: [{ mode: 'everyDay' }] })).toBe(pollLimits.maxBudgetMs);
-		expect(reportBudgetMs({}, { item: [{ mode: 'everyMinute' }, { mode: 'everyMinute' }] })).toBe(pollLimits.defaultIntervalMs - pollLimits.marginMs);
-	});
+		const items = (await t.poll())!;
+		expect(items.map((i) => i.json.id).sort()).toEqual([...ids].sort());
+		expect(items.every((i) => i.binary?.data && i.json.captions_error === undefined)).toBe(true);
+		expect(sb.ledger.captionDownloads).toHaveLength(30);
+		expect(await t.poll()).toBeNull();
+	}, 60000);
 });

@@ -1,7 +1,7 @@
 // Caption files: the formats a user picks, and downloading a completed job's captions as n8n
 // binary files, as text in the item's JSON, or both (Job → Get Captions and both triggers' Attach
 // Captions).
-import type { IBinaryKeyData, IDataObject, IExecuteFunctions, INodeProperties, IPollFunctions, IWebhookFunctions } from 'n8n-workflow';
+import type { IBinaryKeyData, IDataObject, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import type { Download } from '../transport/files';
@@ -61,7 +61,7 @@ export const captionsAsField: INodeProperties = {
 };
 
 /** Where captions go for this run: as a tool, the text always comes in the JSON. */
-export function captionsAsFor(ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions, i: number): CaptionsAs {
+export function captionsAsFor(ctx: IExecuteFunctions, i: number): CaptionsAs {
 	const as = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
 	return ctx.getNode().type.endsWith('Tool') && as === 'binary' ? 'both' : as;
 }
@@ -82,7 +82,7 @@ function bounded(text: string): { text: string; truncated: boolean } {
 }
 
 /** The JSON format's segments (as many as fit the limit), or the document itself if it has none. */
-function segmentsOf(ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions, i: number, job: Job, data: Buffer): { json: IDataObject; truncated: boolean } {
+function segmentsOf(ctx: IExecuteFunctions, i: number, job: Job, data: Buffer): { json: IDataObject; truncated: boolean } {
 	let doc: unknown;
 	try {
 		doc = JSON.parse(data.toString('utf8'));
@@ -120,7 +120,7 @@ export interface CaptionFailure {
  * then the formats that came are output, and those that did not are listed in `failed`.
  */
 export async function captionOutputs(
-	ctx: IExecuteFunctions | IWebhookFunctions | IPollFunctions,
+	ctx: IExecuteFunctions,
 	i: number,
 	job: Job,
 	formats: CaptionFormat[],

@@ -3,14 +3,14 @@
 import type { IDataObject } from 'n8n-workflow';
 
 import type { Job, JobList } from '../model/types';
-import type { ApiContext } from './index';
+import type { ApiContext, RetryPolicy } from './index';
 import { apiRequest, segment } from './index';
 import type { Urgency } from './pacing';
 
 const PAGE_SIZE = 100;
 
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
-export async function readJob(ctx: ApiContext, id: string, options: { itemIndex?: number; priority?: number; urgency?: Urgency } = {}): Promise<Job> {
+export async function readJob(ctx: ApiContext, id: string, options: { itemIndex?: number; priority?: number; urgency?: Urgency; retry?: Partial<RetryPolicy> } = {}): Promise<Job> {
 	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, options)).body;
 }
 
@@ -22,14 +22,14 @@ export async function readJob(ctx: ApiContext, id: string, options: { itemIndex?
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	options: { itemIndex?: number; priority?: number; urgency?: Urgency; pageSize?: (read: number) => number } = {},
+	options: { itemIndex?: number; priority?: number; urgency?: Urgency; retry?: Partial<RetryPolicy>; pageSize?: (read: number) => number } = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
 	for (;;) {
 		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? PAGE_SIZE };
 		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency });
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency, retry: options.retry });
 		read += body.data.length;
 		yield body.data;
 		if (!body.has_more || body.data.length === 0) return;
@@ -60,6 +60,7 @@ export interface ReadOptions {
 	urgency?: Urgency;
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
+	retry?: Partial<RetryPolicy>;
 }
 
 /**
@@ -73,7 +74,7 @@ export async function readJobsSettled(
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
-	const { priority, urgency, seen } = options;
+	const { priority, urgency, seen, retry } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -81,7 +82,7 @@ export async function readJobsSettled(
 		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { priority, urgency })) {
+			for await (const page of jobPages(ctx, {}, { priority, urgency, retry })) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -99,7 +100,7 @@ export async function readJobsSettled(
 	await Promise.all(
 		[...unseen].map(async (id) => {
 			try {
-				read.set(id, await readJob(ctx, id, { priority, urgency }));
+				read.set(id, await readJob(ctx, id, { priority, urgency, retry }));
 			} catch (error) {
 				read.set(id, error as Error);
 			}

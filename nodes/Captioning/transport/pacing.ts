@@ -15,7 +15,10 @@
 // A node run also has places of its own (runSlots.ts). A pace nobody used for a while is forgotten.
 // Storage hosts (presigned uploads, captions on another host) are not limited by the service: only
 // a run's places apply to them.
+import { HeldTooLong, takeFirst, TurnAborted, TurnTimedOut } from './queue';
 import { pause } from './sleep';
+
+export { HeldTooLong, takeFirst, TurnAborted, TurnTimedOut };
 
 /** The service limits writes per workspace and reads per key; storage hosts are not limited. */
 export type Lane = 'write' | 'read' | 'storage';
@@ -42,34 +45,6 @@ export const paceLimits = {
 	minSample: 3,
 };
 
-/** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
-export class TurnAborted extends Error {
-	constructor() {
-		super('Not sent: no longer wanted');
-	}
-}
-
-/** A request that waited for its turn until its deadline, and was not sent. */
-export class TurnTimedOut extends Error {
-	constructor(waitedMs: number) {
-		super(
-			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
-		);
-	}
-}
-
-/** The service asked the key to wait longer than a request may: nothing is sent until then. */
-export class HeldTooLong extends Error {
-	constructor(
-		readonly until: number,
-		capMs: number,
-	) {
-		super(
-			`Not sent: the captioning service asked this API key to wait until ${new Date(until).toISOString()} (429 with Retry-After), longer than the ${Math.round(capMs / 1000)} s a request waits. Run again after that time`,
-		);
-	}
-}
-
 interface Ticket {
 	rank: number;
 	seq: number;
@@ -78,22 +53,6 @@ interface Ticket {
 	resolve: (done: () => void) => void;
 	reject: (error: Error) => void;
 	leave: () => void;
-}
-
-/**
- * Takes the first in line from a queue: the lowest rank, then the one that came first. With `ageMs`,
- * a waiting entry's rank drops by one for each `ageMs` it has waited.
- */
-export function takeFirst<T extends { rank: number; seq: number; since?: number }>(queue: T[], ageMs?: number): T {
-	const now = Date.now();
-	const rankOf = (t: T) => (ageMs && t.since !== undefined ? t.rank - (now - t.since) / ageMs : t.rank);
-	let best = 0;
-	for (let i = 1; i < queue.length; i++) {
-		const t = rankOf(queue[i]);
-		const b = rankOf(queue[best]);
-		if (t < b || (t === b && queue[i].seq < queue[best].seq)) best = i;
-	}
-	return queue.splice(best, 1)[0];
 }
 
 let tickets = 0;
@@ -149,11 +108,15 @@ class LanePace {
 				ticket.leave();
 				reject(error);
 			};
-			const timer = setTimeout(() => drop(new TurnTimedOut(Date.now() - since)), maxWaitMs);
+			const deadline = new AbortController();
+			pause(maxWaitMs, deadline.signal).then(
+				() => drop(new TurnTimedOut(Date.now() - since)),
+				() => undefined, // it left the queue before its deadline
+			);
 			const onAbort = () => drop(new TurnAborted());
 			signal?.addEventListener('abort', onAbort, { once: true });
 			ticket.leave = () => {
-				clearTimeout(timer);
+				deadline.abort();
 				signal?.removeEventListener('abort', onAbort);
 			};
 			if (this.idleSince !== undefined) {

@@ -1,7 +1,7 @@
 // A node run's own places (Batching → Concurrency): at most that many of its requests under way,
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
 // its turn from the key's pace (pacing.ts).
-import { takeFirst, TurnAborted } from './pacing';
+import { takeFirst, TurnAborted } from './queue';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
 export const DEFAULT_CONCURRENCY = 4;

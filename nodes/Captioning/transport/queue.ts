@@ -1,0 +1,47 @@
+// A line of requests waiting to be sent (the key's pace, a run's Concurrency): who goes first, and
+// why a request left the line unsent.
+
+/** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
+export class TurnAborted extends Error {
+	constructor() {
+		super('Not sent: no longer wanted');
+	}
+}
+
+/** A request that waited for its turn until its deadline, and was not sent. */
+export class TurnTimedOut extends Error {
+	constructor(waitedMs: number) {
+		super(
+			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
+		);
+	}
+}
+
+/** The service asked the key to wait longer than a request may: nothing is sent until then. */
+export class HeldTooLong extends Error {
+	constructor(
+		readonly until: number,
+		capMs: number,
+	) {
+		super(
+			`Not sent: the captioning service asked this API key to wait until ${new Date(until).toISOString()} (429 with Retry-After), longer than the ${Math.round(capMs / 1000)} s a request waits. Run again after that time`,
+		);
+	}
+}
+
+/**
+ * Takes the first in line from a queue: the lowest rank, then the one that came first. With `ageMs`,
+ * a waiting entry's rank drops by one for each `ageMs` it has waited.
+ */
+export function takeFirst<T extends { rank: number; seq: number; since?: number }>(queue: T[], ageMs?: number): T {
+	const now = Date.now();
+	const rankOf = (t: T) => (ageMs && t.since !== undefined ? t.rank - (now - t.since) / ageMs : t.rank);
+	let best = 0;
+	for (let i = 1; i < queue.length; i++) {
+		const t = rankOf(queue[i]);
+		const b = rankOf(queue[best]);
+		if (t < b || (t === b && queue[i].seq < queue[best].seq)) best = i;
+	}
+	return queue.splice(best, 1)[0];
+}
+
