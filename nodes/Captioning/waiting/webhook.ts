@@ -1,7 +1,8 @@
 // Wait for Completion: On Webhook. Every job of the run is ordered with this execution's resume URL
 // and the execution sleeps in n8n's database (n8n's send-and-wait pattern): nothing polls, nothing
 // is held, restarts and execution time limits do not touch it. It resumes once, when the service's
-// events show every job of the batch completed or cancelled.
+// events show every job of the batch completed or cancelled; an event while some are open costs a
+// read of the open jobs' list, not a read of the batch.
 // What n8n keeps of a waiting execution is the node's input. So the node leaves the jobs as ordered
 // there: the resume webhook reads the batch from it (a waiting webhook can keep no state of its
 // own; the service is the record of how far the jobs are), and a resume by Timeout, which passes
@@ -13,7 +14,7 @@ import { backsUp, respond } from '../events/verify';
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
-import { readJobsTogether } from '../transport/jobs';
+import { jobPages, readJobsSettled } from '../transport/jobs';
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
@@ -69,10 +70,34 @@ export async function sleepUntilEvents(ctx: IExecuteFunctions, outputs: INodeExe
 const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
 
 /**
+ * A job of the batch that is queued or processing now, if any. The processing list's first page
+ * usually holds one (a read an event); only when it does not are the lists read whole: queued before
+ * processing, as a status only moves forward (a job that leaves the queued list after it was read
+ * is in the processing list read after it, or final).
+ */
+async function openJobOf(ctx: IWebhookFunctions, ids: Set<string>): Promise<Job | undefined> {
+	const lists = [
+		{ status: 'processing', pages: 1 },
+		{ status: 'queued', pages: Infinity },
+		{ status: 'processing', pages: Infinity },
+	];
+	for (const { status, pages } of lists) {
+		let read = 0;
+		for await (const page of jobPages(ctx, { status }, { urgency: 'answer' })) {
+			const open = page.find((job) => ids.has(job.id));
+			if (open) return open;
+			if (++read >= pages) break;
+		}
+	}
+	return undefined;
+}
+
+/**
  * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
- * URL; the event's job must be one of this execution's, in the workspace, with the status the
- * event says, and ordered with this URL. The batch is read back together (a page of the job list
- * for up to 100 jobs); until every job is final the event is answered and the execution sleeps on.
+ * URL; the event's job must be one of this execution's. While a job of the batch is open the event
+ * is answered and the execution sleeps on (a read or two an event, whatever the batch's size);
+ * once none is, the batch is read back together, the event's job must back it up (in the
+ * workspace, with the status the event says, ordered with this URL), and the execution resumes.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
@@ -84,22 +109,29 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	if (!batch.some((job) => job.id === event.data.id)) {
 		return respond(this, 403, { error: `Event refused: job ${event.data.id} is not one this execution waits for.` });
 	}
-	let jobs: Map<string, Job>;
+	let jobs: Map<string, Job | Error>;
 	try {
-		jobs = await readJobsTogether(this, batch, { urgency: 'answer' });
+		const open = await openJobOf(this, new Set(batch.map((job) => job.id)));
+		if (open?.id === event.data.id) {
+			// Its own job is not final yet as the API shows it: the service delivers it again.
+			return respond(this, 409, { error: `Event refused: the event says ${event.type} but the job's status is ${open.status}.` });
+		}
+		if (open) return { webhookResponse: { received: true, resumed: false } };
+		jobs = await readJobsSettled(this, batch, { urgency: 'answer' });
 	} catch (error) {
 		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
 	}
-	const job = jobs.get(event.data.id)!;
-	const checked = backsUp(this, event, { job });
+	const failed = [...jobs.values()].find((j): j is Error => j instanceof Error);
+	if (failed) return respond(this, 500, { error: `The jobs could not be read: ${failed.message}` });
+	const read = jobs as Map<string, Job>;
+	const checked = backsUp(this, event, { job: read.get(event.data.id)! });
 	if ('error' in checked) return respond(this, checked.status, { error: checked.error });
-	const open = [...jobs.values()].filter((j) => !isFinal(j));
-	if (open.length > 0) return { webhookResponse: { received: true, resumed: false, waitingFor: open.length } };
+	if ([...read.values()].some((j) => !isFinal(j))) return { webhookResponse: { received: true, resumed: false } };
 	const output = waiting.map((item): INodeExecutionData => {
 		if (!isJob(item.json)) return item;
-		const read = jobs.get(item.json.id as string)!;
+		const job = read.get(item.json.id as string)!;
 		return {
-			json: { ...(read as unknown as IDataObject), idempotent_replayed: item.json.idempotent_replayed, event_type: EVENT_OF_STATUS[read.status], event_id: read.id === event.data.id ? event.id : null },
+			json: { ...(job as unknown as IDataObject), idempotent_replayed: item.json.idempotent_replayed, event_type: EVENT_OF_STATUS[job.status], event_id: job.id === event.data.id ? event.id : null },
 			pairedItem: item.pairedItem,
 		};
 	});
