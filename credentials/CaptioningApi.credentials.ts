@@ -53,8 +53,8 @@ export class CaptioningApi implements ICredentialType {
 
 	/**
 	 * Adds `Authorization: Bearer <key>`, only to a URL under the Base URL (same origin, a path inside
-	 * it): in n8n's HTTP Request node a user may type any URL, and the key must not leave the
-	 * service. A function rather than the generic `'=Bearer {{$credentials.apiKey}}'`: n8n resolves
+	 * it), and follows no redirect: in n8n's HTTP Request node a user may type any URL, and the key
+	 * must not leave the service. A function rather than the generic `'=Bearer {{$credentials.apiKey}}'`: n8n resolves
 	 * a generic definition with the workflow's expression engine at every request, and in n8n
 	 * 2.41.1 a poll that overlaps another loses that engine when the other ends (CONTRIBUTING,
 	 * "n8n's faults"); a function needs none.
@@ -69,7 +69,15 @@ export class CaptioningApi implements ICredentialType {
 				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${target ?? 'this request\'s URL'} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
 			);
 		}
-		return { ...requestOptions, headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.apiKey ?? '')}` } };
+		// No redirect is followed with the key: n8n copies Authorization onto a redirect to another origin
+		// (1.x, and the HTTP Request node before 4.4). maxRedirects is what the HTTP Request node honours,
+		// disableFollowRedirect what n8n's request helpers honour on 1.x.
+		return {
+			...requestOptions,
+			headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.apiKey ?? '')}` },
+			maxRedirects: 0,
+			disableFollowRedirect: true,
+		};
 	}
 
 	/**

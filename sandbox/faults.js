@@ -82,6 +82,10 @@ function createFaults(ctx) {
 				res.socket.destroy();
 				return;
 			}
+			if (fault.kind === 'redirect') {
+				res.writeHead(fault.status ?? 302, { location: fault.location }).end();
+				return;
+			}
 			const headers = fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
 			const code = fault.code ?? (fault.status === 503 ? 'temporarily_unavailable' : fault.status === 429 ? 'rate_limited' : 'internal_error');
 			const message = fault.message ?? (fault.status === 503 ? 'Job submission is busy; retry after 5 seconds.' : 'Injected fault.');

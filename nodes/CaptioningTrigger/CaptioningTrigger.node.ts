@@ -119,7 +119,7 @@ export class CaptioningTrigger implements INodeType {
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		eventsStarted(this.getWorkflow().id, this.getNode().id, items.map((item) => item.json));
+		eventsStarted(this, items.map((item) => item.json));
 		const attach = attachSettings(this);
 		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
 		return [await withCaptions(this, items, attach)];
@@ -164,7 +164,9 @@ async function startWith(ctx: IWebhookFunctions, event: CaptioningEvent, deadlin
 	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
-		const read = await Promise.race([readTogether(ctx, event), pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
+		// A delivery that proved itself with the Secret Token goes first; others do not outrank a workflow's own requests.
+		const urgency = ctx.getNodeParameter('token', '') ? 'answer' : 'work';
+		const read = await Promise.race([readTogether(ctx, event, urgency), pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
 		if (read === undefined) {
 			releaseEvent(ctx, event);
 			return respond(ctx, 503, { error: `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.` });

@@ -6,9 +6,10 @@
 //
 // Handled events are remembered for the service's redelivery window (`windowMs`), at most
 // `maxInProcess` per trigger in this process, and the newest `maxSaved` also in the node's static
-// data (which n8n saves with the execution, so they outlive a restart). A redelivery past the
-// window or those bounds starts the workflow again: better twice than never.
-import type { IDataObject, IWebhookFunctions } from 'n8n-workflow';
+// data, written by the execution (n8n saves it when the execution ends, so only events that have
+// an execution are kept across a restart). A redelivery past the window or those bounds starts the
+// workflow again: better twice than never.
+import type { IDataObject, IExecuteFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 import type { CaptioningEvent } from '../Captioning/model/events';
@@ -160,31 +161,33 @@ export function releaseEvent(ctx: IWebhookFunctions, event: CaptioningEvent): vo
 }
 
 /**
- * The event was accepted and its execution is n8n's to start. It goes into the static data that n8n
- * saves with the execution, and counts as handled once n8n answered the delivery 2xx (2.x answers
- * only after it stored the execution) or the execution ran; an error answer gives the claim back.
+ * The event was accepted and its execution is n8n's to start. It counts as handled once n8n
+ * answered the delivery 2xx (2.x answers only after it stored the execution) or the execution ran;
+ * an error answer gives the claim back.
  */
 export function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): void {
-	const workflowId = ctx.getWorkflow().id;
-	const nodeId = ctx.getNode().id;
-	const memory = memoryOf(workflowId, nodeId);
-	const saved = ctx.getWorkflowStaticData('node') as Saved;
-	const now = Date.now();
-	const lines = [...memory.handled]
-		.slice(-(eventMemory.maxSaved - 1))
-		.map(([id, h]) => `${id} ${h.news} ${h.at.toString(36)}`)
-		.concat(`${event.id} ${newsOf(event)} ${now.toString(36)}`);
-	saved.handledEvents = lines;
+	const memory = memoryOf(ctx.getWorkflow().id, ctx.getNode().id);
 	const response = ctx.getResponseObject();
 	response.once('finish', () => memory.endTry(event.id, response.statusCode >= 200 && response.statusCode < 300));
 }
 
-/** The execution of these events is running (this process's n8n stored it): they are handled. */
-export function eventsStarted(workflowId: string | undefined, nodeId: string, items: IDataObject[]): void {
-	const memory = memories.get(memoryKey(workflowId, nodeId));
-	if (!memory) return;
+/**
+ * The execution of these events runs: they are handled, in this process's memory (where the
+ * delivery came, in regular mode) and in the static data n8n saves when the execution ends.
+ */
+export function eventsStarted(ctx: IExecuteFunctions, items: IDataObject[]): void {
+	const memory = memories.get(memoryKey(ctx.getWorkflow().id, ctx.getNode().id));
+	const saved = ctx.getWorkflowStaticData('node') as Saved;
+	const now = Date.now();
+	const lines = (saved.handledEvents ?? []).filter((line) => {
+		const entry = parse(line);
+		return entry !== undefined && now - entry[1].at <= eventMemory.windowMs;
+	});
 	for (const json of items) {
 		const id = json.event_id;
-		if (typeof id === 'string') memory.endTry(id, true);
+		if (typeof id !== 'string') continue;
+		memory?.endTry(id, true);
+		lines.push(`${id} ${String(json.id)} ${String(json.event_type)} ${now.toString(36)}`);
 	}
+	saved.handledEvents = lines.slice(-eventMemory.maxSaved);
 }

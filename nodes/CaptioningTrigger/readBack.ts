@@ -15,12 +15,14 @@
 // of a trigger in one process (in queue mode, in each webhook process, each with its own). A
 // reader with nothing queued and nothing kept is dropped; a deactivated trigger's are forgotten.
 import type { IWebhookFunctions } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import type { CaptioningEvent } from '../Captioning/model/events';
 import { isFinal, verificationProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, pause } from '../Captioning/transport';
 import { readJobsSettled } from '../Captioning/transport/jobs';
+import type { Urgency } from '../Captioning/transport/pacing';
 
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */
@@ -35,6 +37,7 @@ export const readBackLimits = {
 interface Waiting {
 	ctx: IWebhookFunctions;
 	event: CaptioningEvent;
+	urgency: Urgency;
 	resolve: (result: Job | Error) => void;
 }
 
@@ -44,6 +47,8 @@ interface Reader {
 	lastReadAt: number;
 	/** Final jobs the pages of recent reads held, by id, with when they were read (oldest first). */
 	recent: Map<string, { job: Job; at: number }>;
+	/** Job ids a recent read found in no job of the workspace (404), with the error: not read again. */
+	unknown: Map<string, { error: Error; at: number }>;
 }
 
 /** Per workflow, node and credentials. */
@@ -59,18 +64,20 @@ export function forgetReads(workflowId: string | undefined, nodeId: string): voi
 function readerOf(ctx: IWebhookFunctions): Reader {
 	const now = Date.now();
 	for (const [key, r] of readers) {
-		for (const [id, kept] of r.recent) {
-			if (now - kept.at <= readBackLimits.recentMs) break; // kept in the order they were read
-			r.recent.delete(id);
+		for (const kept of [r.recent, r.unknown]) {
+			for (const [id, entry] of kept) {
+				if (now - entry.at <= readBackLimits.recentMs) break; // kept in the order they were read
+				kept.delete(id);
+			}
 		}
-		if (!r.draining && r.queue.length === 0 && r.recent.size === 0) readers.delete(key);
+		if (!r.draining && r.queue.length === 0 && r.recent.size === 0 && r.unknown.size === 0) readers.delete(key);
 	}
 	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
 	// waits behind every execution n8n is saving.
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${triggerKey(ctx.getWorkflow().id, ctx.getNode().id)}${credential}`;
 	let reader = readers.get(key);
-	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map() }));
+	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map(), unknown: new Map() }));
 	return reader;
 }
 
@@ -92,11 +99,13 @@ function keep(reader: Reader, job: Job): void {
 }
 
 /** The event's job as the API returns it (or the error reading it), read with its neighbours. */
-export async function readTogether(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<Job | Error> {
+export async function readTogether(ctx: IWebhookFunctions, event: CaptioningEvent, urgency: Urgency): Promise<Job | Error> {
 	const reader = readerOf(ctx);
 	const kept = recentFor(reader, event);
 	if (kept) return kept;
-	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, event, resolve }));
+	const unknown = reader.unknown.get(event.data.id);
+	if (unknown) return unknown.error;
+	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, event, urgency, resolve }));
 	if (!reader.draining) void drain(reader);
 	return await read;
 }
@@ -112,11 +121,15 @@ async function drain(reader: Reader): Promise<void> {
 			let read: Map<string, Job | Error>;
 			try {
 				const jobs = batch.map((w) => ({ id: w.event.data.id, created_at: String(w.event.data.created_at ?? '') }));
-				read = await readJobsSettled(batch[0].ctx, jobs, { urgency: 'answer', seen: (job) => keep(reader, job), retry: { maxTurnWaitMs: readBackLimits.answerWithinMs } });
+				const urgency = batch.some((w) => w.urgency === 'answer') ? 'answer' : 'work';
+				read = await readJobsSettled(batch[0].ctx, jobs, { urgency, seen: (job) => keep(reader, job), retry: { maxTurnWaitMs: readBackLimits.answerWithinMs } });
 			} catch (error) {
 				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 			}
-			for (const job of read.values()) if (!(job instanceof Error)) keep(reader, job);
+			for (const [id, job] of read) {
+				if (!(job instanceof Error)) keep(reader, job);
+				else if (job instanceof NodeApiError && job.httpCode === '404') reader.unknown.set(id, { error: job, at: Date.now() });
+			}
 			for (const w of batch) w.resolve(read.get(w.event.data.id) ?? new Error(`job ${w.event.data.id} was not read`));
 			// Events that came meanwhile, whose jobs this read already showed final: answered now.
 			reader.queue = reader.queue.filter((w) => {

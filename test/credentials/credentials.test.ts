@@ -56,12 +56,14 @@ async function pressTest(apiKey: string, baseUrl = sb.baseUrl): Promise<{ status
 	return { status: 'OK', message: 'Connection successful!' };
 }
 
-test('authenticate adds Authorization: Bearer <key> without an expression, keeping the other headers', async () => {
+test('authenticate adds Authorization: Bearer <key> without an expression, keeping the other headers, and follows no redirect with it', async () => {
 	const authenticate = credential.authenticate as (c: object, o: object) => Promise<{ headers: object }>;
 	expect(typeof authenticate).toBe('function');
 	const headers = { 'Idempotency-Key': 'k1' };
 	const out = await authenticate({ apiKey: 'sk_abc', baseUrl: 'https://api.example.com/v1' }, { url: 'https://api.example.com/v1/account', headers });
-	expect(out).toEqual({ url: 'https://api.example.com/v1/account', headers: { 'Idempotency-Key': 'k1', Authorization: 'Bearer sk_abc' } });
+	expect(out).toEqual({ url: 'https://api.example.com/v1/account', headers: { 'Idempotency-Key': 'k1', Authorization: 'Bearer sk_abc' }, maxRedirects: 0, disableFollowRedirect: true });
+	// Whatever the caller asked for (the HTTP Request node follows redirects by default).
+	expect(await authenticate({ apiKey: 'sk_abc', baseUrl: 'https://api.example.com/v1' }, { uri: 'https://api.example.com/v1/account', followAllRedirects: true, maxRedirects: 21 })).toMatchObject({ maxRedirects: 0, disableFollowRedirect: true });
 	// The caller's own headers object is left as it was.
 	expect(headers).toEqual({ 'Idempotency-Key': 'k1' });
 });

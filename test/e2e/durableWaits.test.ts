@@ -1,7 +1,8 @@
 // Wait for Completion: On Webhook for whole batches, in real n8n over HTTPS (npm run test:e2e):
 // five items resumed once by the service's events, under a per-workflow execution time limit
 // shorter than the jobs; a restart of n8n during the wait; the last two events at the same moment;
-// a Timeout with no event. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
+// a Timeout with no event; equal rows (a duplicated sheet row) with On Webhook and with Poll, each
+// item's wait ending. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -19,7 +20,8 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 	let n8n: N8n;
 	let sb: Sandbox;
 	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
-	const lists = { five: urls('five', 5), poll: urls('poll', 2), restart: urls('restart', 3), race: urls('race', 4), timeout: urls('timeout', 2) };
+	const equal = (name: string) => [`${MEDIA}/${name}.mp4`, `${MEDIA}/${name}.mp4`];
+	const lists = { five: urls('five', 5), poll: urls('poll', 2), restart: urls('restart', 3), race: urls('race', 4), timeout: urls('timeout', 2), equalHook: equal('equal-hook'), equalPoll: equal('equal-poll') };
 	const jobsOf = (list: string[]) => list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
 
 	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
@@ -38,7 +40,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		const ids = new Set(jobsOf(list).map((j) => j.id));
 		return sb.ledger.deliveries.filter((d) => ids.has(d.jobId));
 	};
-	const hooked = ['wfBatchWaitFive', 'wfBatchPollLimit', 'wfBatchWaitBoot', 'wfBatchWaitRace', 'wfBatchWaitTime'];
+	const hooked = ['wfBatchWaitFive', 'wfBatchPollLimit', 'wfBatchWaitBoot', 'wfBatchWaitRace', 'wfBatchWaitTime', 'wfEqualRowsHook', 'wfEqualRowsPoll'];
 
 	beforeAll(async () => {
 		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
@@ -51,6 +53,8 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitBoot', 'batch-wait-restart', lists.restart, 30, CREDENTIAL_ID)}`]);
 		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID)}`]);
 		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`]);
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook, 30, CREDENTIAL_ID)}`]);
+		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfEqualRowsPoll', 'equal-rows-poll', lists.equalPoll, 1, CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
 		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		await n8n.start();
 		await activateOn1x(hooked);
@@ -131,4 +135,34 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
 		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(jobsOf(lists.timeout).map((j) => [j.id, 'queued']));
 	}, 300000);
+
+	test('equal rows with On Webhook: one job, and its event resumes both items', async () => {
+		const waiting = await startWaiting('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook.slice(0, 1));
+		const [job] = jobsOf(lists.equalHook.slice(0, 1));
+		expect(sb.ledger.jobs.filter((j) => j.body.media_url === lists.equalHook[0])).toHaveLength(1);
+		sb.completeJob(job.id);
+		await sb.settleDeliveries();
+		const done = await finished('wfEqualRowsHook', waiting.id);
+		expect(done.status).toBe('success');
+		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual([
+			[job.id, 'completed'],
+			[job.id, 'completed'],
+		]);
+	}, 300000);
+
+	test('equal rows with Poll: one job, both items end when it completes, well within the Timeout', async () => {
+		expect(await call('equal-rows-poll')).toBe(200);
+		await waitFor('the order', async () => (jobsOf(lists.equalPoll.slice(0, 1)).length === 1 ? true : undefined));
+		const [job] = jobsOf(lists.equalPoll.slice(0, 1));
+		await new Promise((r) => setTimeout(r, 3000));
+		sb.completeJob(job.id);
+		const done = await waitFor('the execution to end', async () => (await executions('wfEqualRowsPoll')).find((e) => !['running', 'new', 'waiting'].includes(e.status)), 50000);
+		expect(done.status).toBe('success');
+		const next = (await runDataOf(done.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual([
+			[job.id, 'completed'],
+			[job.id, 'completed'],
+		]);
+	}, 120000);
 });

@@ -196,14 +196,15 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		expect(sb.ledger.jobs.length - jobsBefore).toBe(2);
 	}, 120000);
 
-	test("n8n's HTTP Request node with the Captioning API credential reads an endpoint under the Base URL; the key goes nowhere else", async () => {
+	test("n8n's HTTP Request node with the Captioning API credential reads an endpoint under the Base URL; the key goes nowhere else, redirects included", async () => {
 		const elsewhere = await httpReceiver((_req, res) => res.end('{"object":"account"}'));
 		try {
-			const request = (name: string, url: string, x: number) => ({
+			// 4.2: what workflows made before 4.4 keep, where n8n copies Authorization onto a redirect to another origin.
+			const request = (name: string, url: string, x: number, typeVersion = 4.2) => ({
 				id: `http-${name}`,
 				name,
 				type: 'n8n-nodes-base.httpRequest',
-				typeVersion: 4.2,
+				typeVersion,
 				position: [x, 0],
 				parameters: { method: 'GET', url, authentication: 'predefinedCredentialType', nodeCredentialType: 'captioningApi', options: {} },
 				credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
@@ -221,18 +222,24 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 						{ id: 'http-start', name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
 						request('Account', `${sb.baseUrl}/account`, 200),
 						request('Elsewhere', `${elsewhere.url}/v1/account`, 400),
+						// A URL under the Base URL that answers 302 to another origin.
+						request('Redirected', `${sb.baseUrl}/account`, 600),
 					],
 					connections: {
 						Start: { main: [[{ node: 'Account', type: 'main', index: 0 }]] },
 						Account: { main: [[{ node: 'Elsewhere', type: 'main', index: 0 }]] },
+						Elsewhere: { main: [[{ node: 'Redirected', type: 'main', index: 0 }]] },
 					},
 				})}`,
 			]);
 			const before = sb.ledger.requests.length;
+			sb.injectFault('GET /account', { kind: 'redirect', status: 302, location: `${elsewhere.url}/stolen`, after: 1 });
 			const run = runDataOf((await n8n.cli(['execute', '--id=wfHttpRequest001', '--rawOutput'])).stdout);
 			expect(run.Account[0].data!.main![0]![0].json).toMatchObject({ object: 'account' });
-			expect(sb.ledger.requests.slice(before).map((r) => `${r.route} ${r.status}`)).toEqual(['GET /account 200']);
+			expect(sb.ledger.requests.slice(before).map((r) => `${r.route} ${r.status}`)).toEqual(['GET /account 200', 'GET /account 302']);
 			expect(JSON.stringify(run.Elsewhere[0].data!.main![0]![0].json)).toMatch(/sends its API key only to addresses under its Base URL/);
+			// The redirect is not followed: the other origin receives nothing, the key least of all.
+			expect(JSON.stringify(run.Redirected[0].data!.main![0]![0].json)).toMatch(/302/);
 			expect(elsewhere.received).toEqual([]);
 		} finally {
 			await elsewhere.close();

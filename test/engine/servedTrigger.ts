@@ -2,7 +2,8 @@
 // the request, n8n-core's WebhookContext wraps it, the node's webhook() decides whether an execution
 // starts; an execution is stored (recorded, and static data saved) before n8n answers (200, no body:
 // responseData noData), then runs through n8n's WorkflowExecute, where the trigger's execute() gets
-// what webhook() emitted. (The e2e suite runs the same trigger in real n8n.)
+// what webhook() emitted, with the static data as saved then (saved again when it ends). (The e2e
+// suite runs the same trigger in real n8n.)
 import express from 'express';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -127,7 +128,10 @@ export async function serveTrigger(options: {
 					input: result.workflowData[0],
 					mode: 'webhook',
 					workflowId,
+					staticData: savedStaticData,
 				});
+				// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
+				savedStaticData = execution.staticData;
 				const error = execution.error(node.name);
 				if (error) failed.push(error);
 				else executions.push(execution.output(node.name));

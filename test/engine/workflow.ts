@@ -194,6 +194,8 @@ export interface RunOptions {
 	onStart?: (cancel: () => void) => void;
 	/** Goes on with a saved execution (a waiting one, as n8n resumes it) instead of starting anew. */
 	resumeFrom?: IRunExecutionData;
+	/** The workflow's static data as saved (n8n loads it when the execution starts). */
+	staticData?: IDataObject;
 }
 
 export interface RunResult {
@@ -204,6 +206,8 @@ export interface RunResult {
 	error(nodeName: string): Error | undefined;
 	/** The node contexts at the end (what n8n saves with the execution, and a Retry copies). */
 	contextData(): IExecuteContextData;
+	/** The workflow's static data at the end (what n8n saves after a production execution). */
+	staticData: IDataObject;
 }
 
 let executionCounter = 0;
@@ -257,6 +261,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		active: false,
 		nodeTypes,
 		settings: {},
+		staticData: structuredClone(options.staticData ?? {}),
 	});
 	const hooks = new ExecutionLifecycleHooks(options.mode ?? 'manual', executionId, {
 		id: workflowId,
@@ -310,6 +315,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		contextData() {
 			return structuredClone(run.data.executionData?.contextData ?? {});
 		},
+		staticData: JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject,
 	};
 }
 

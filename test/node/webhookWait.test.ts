@@ -32,7 +32,7 @@ afterEach(async () => {
 let workflows = 0;
 const urls = (n: number): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?batch=${workflows}&item=${i}` } }));
 
-async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}): Promise<WaitingExecution> {
+async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}, workflowId = `webhook-wait-${++workflows}`): Promise<WaitingExecution> {
 	const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60, ...params };
 	waiting = await runUntilWaiting({
 		nodes: [node('Captioning', 'captioning', parameters)],
@@ -41,7 +41,7 @@ async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {
 		credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
 		input,
 		mode: 'webhook',
-		workflowId: `webhook-wait-${++workflows}`,
+		workflowId,
 	});
 	return waiting;
 }
@@ -154,4 +154,63 @@ test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x
 	} finally {
 		inPlaceWait.pollS = pollS;
 	}
+});
+
+describe('a repeat of an On Webhook order by another execution (a re-run, a schedule, the Retry) pays nothing', () => {
+	test.each<[string, IDataObject]>([
+		['Automatic', {}],
+		['a Custom Key', { idempotency: 'custom', idempotencyKey: `drive-file-${Date.now()}` }],
+	])('with %s, after the first resumed: no second job or charge; the repeat ends at once with the completed job', async (_name, params) => {
+		const workflowId = `webhook-repeat-${++workflows}`;
+		const input = urls(1);
+		const first = await orderAndWait(input, params, workflowId);
+		const [id] = jobIds();
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+		expect((await first.resumed).output('Captioning')[0].json).toMatchObject({ id, status: 'completed', idempotent_replayed: false });
+		await first.close();
+
+		const repeat = await orderAndWait(input, params, workflowId);
+		expect(repeat.first.run.status).toBe('success');
+		expect(repeat.first.output('Captioning').map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual([[id, 'completed', true]]);
+		expect(sb.ledger.jobs).toHaveLength(1);
+		expect(sb.ledger.charges).toHaveLength(1);
+	});
+
+	test('while the first still waits: the repeat checks the job here until it completes (its events go to the first), and says so', async () => {
+		const pollS = inPlaceWait.pollS;
+		inPlaceWait.pollS = 1;
+		try {
+			const workflowId = `webhook-repeat-${++workflows}`;
+			const input = urls(1);
+			const first = await orderAndWait(input, {}, workflowId);
+			const [id] = jobIds();
+			const repeating = runUntilWaiting({
+				nodes: [node('Captioning', 'captioning', { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60 })],
+				nodeName: 'Captioning',
+				nodeTypes: { captioning: new Captioning() },
+				credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+				input,
+				mode: 'webhook',
+				workflowId,
+			});
+			while (sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length < 2) await new Promise((r) => setTimeout(r, 20));
+			sb.completeJob(id);
+			await sb.settleDeliveries();
+			const repeat = await repeating;
+			expect(repeat.first.run.status).toBe('success');
+			expect(repeat.first.output('Captioning').map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual([[id, 'completed', true]]);
+			expect(repeat.first.run.data.resultData.runData.Captioning[0].hints).toEqual([
+				expect.objectContaining({ message: expect.stringMatching(/^1 of 1 order replayed/) }),
+				expect.objectContaining({ message: expect.stringMatching(/ordered with On Webhook, so their events go to that execution: they were checked here every 1 s/) }),
+			]);
+			// The first execution resumed from the event as usual.
+			expect((await first.resumed).output('Captioning')[0].json).toMatchObject({ id, status: 'completed' });
+			expect(sb.ledger.jobs).toHaveLength(1);
+			expect(sb.ledger.charges).toHaveLength(1);
+			await repeat.close();
+		} finally {
+			inPlaceWait.pollS = pollS;
+		}
+	});
 });

@@ -40,6 +40,34 @@ export function executionsApi(n8n: () => N8n) {
 			const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
 			return data.resultData.runData;
 		},
+		/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
+		async newestId(): Promise<number> {
+			const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=1');
+			return Number(res.body.results?.[0]?.id ?? 0);
+		},
+		/**
+		 * The executions of a workflow after the execution `afterId`, each with the job ids its node
+		 * `nodeName` holds: its output, or (an execution that crashed before the node ended) its input
+		 * as n8n stored it, waiting on the execution stack. Read one by one: n8n's list comes 100 at
+		 * most a page, and 1.x and 2.x page it differently.
+		 */
+		async jobsByExecution(workflowId: string, nodeName: string, afterId: number): Promise<Array<Execution & { jobs: string[] }>> {
+			// eslint-disable-next-line @typescript-eslint/no-require-imports
+			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
+			type Stored = { resultData: { runData: RunData }; executionData?: { nodeExecutionStack?: Array<{ node: { name: string }; data: { main?: Array<Item[] | null> } }> } };
+			const found: Array<Execution & { jobs: string[] }> = [];
+			// Ids count up; past the newest, twenty in a row are not there.
+			for (let id = afterId + 1, missing = 0; missing < 20; id++) {
+				const res = await n8n().rest<Execution & { workflowId: string; data: string | Stored }>('GET', `/executions/${id}`);
+				missing = res.status === 200 ? 0 : missing + 1;
+				if (res.status !== 200 || res.body.workflowId !== workflowId) continue;
+				const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as Stored) : res.body.data;
+				const output = data?.resultData?.runData?.[nodeName]?.[0]?.data?.main?.[0];
+				const input = data?.executionData?.nodeExecutionStack?.find((entry) => entry.node.name === nodeName)?.data.main?.[0];
+				found.push({ id: String(id), status: res.body.status, jobs: (output ?? input ?? []).map((item) => String(item.json.id)) });
+			}
+			return found;
+		},
 		/** POSTs to a production webhook; 2.x registers them in the background after it answers, so a 404 is tried again. */
 		async call(hook: string): Promise<number> {
 			return await waitFor(`the webhook ${hook}`, async () => {

@@ -11,7 +11,7 @@ import { forgetPaces } from '../../nodes/Captioning/transport/pacing';
 import { binaryDataService } from '../engine/workflow';
 import type { ServedTrigger } from '../engine/servedTrigger';
 import { serveTrigger } from '../engine/servedTrigger';
-import { orderDirectly } from '../helpers/captioning';
+import { orderDirectly, runCaptioning } from '../helpers/captioning';
 import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -454,6 +454,19 @@ describe('secret token', () => {
 		await settle();
 		expect(deliveryStatuses(id)).toEqual([200]);
 		expect(t.executions).toHaveLength(1);
+		// The token travels in the job's Webhook URL; what the workflow gets has it masked.
+		expect((t.executions[0][0].json.options as IDataObject).webhook_url).toBe(`${t.url}?token=***`);
+		expect(JSON.stringify(t.executions)).not.toContain('s3cret-token');
+		const read = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
+		expect(JSON.stringify(read.items)).not.toContain('s3cret-token');
+	});
+
+	test('forged events with made-up job ids: each unknown id is read once, however often it is posted', async () => {
+		const t = await start();
+		const forged = (n: number) => ({ id: `evt_forged_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: '00000000-0000-4000-8000-000000000000', object: 'job', status: 'completed' } });
+		for (let n = 0; n < 5; n++) expect((await post(t.url, forged(n))).status).toBe(403);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
+		expect(t.executions).toHaveLength(0);
 	});
 });
 

@@ -36,6 +36,12 @@ export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}):
 			location: 'outputPane',
 		});
 	}
+	if (runNotes.webhookElsewhere) {
+		hints.push({
+			message: `Some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution: they were checked here every ${inPlaceWait.pollS} s until done, as Poll does.`,
+			location: 'outputPane',
+		});
+	}
 	if (runNotes.wholeHistory) {
 		const { read, matched } = runNotes.wholeHistory;
 		hints.push({

@@ -82,6 +82,8 @@ export interface RunNotes {
 	wholeHistory?: { read: number; matched: number };
 	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
 	webhookInPlace?: boolean;
+	/** Job → Create's On Webhook checked jobs an earlier execution ordered (their events go there). */
+	webhookElsewhere?: boolean;
 }
 
 /** What the operations of one node run share: the waiter, the order desk, the jobs ordered so far, its notes. */
@@ -92,6 +94,8 @@ export class Batch {
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
 	readonly replays = new Set<string>();
+	/** On Webhook jobs another execution ordered: their events go to its URL, not this one's. */
+	readonly orderedElsewhere = new Set<string>();
 	readonly notes: RunNotes = {};
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;

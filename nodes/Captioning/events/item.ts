@@ -7,6 +7,7 @@ import type { CaptionsAs } from '../captions';
 import { captionOutputs, captionsAsFor, captionsAsProblem } from '../captions';
 import type { EventType } from '../model/events';
 import type { CaptionFormat, Job } from '../model/types';
+import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
 export function attachSettings(ctx: IExecuteFunctions): { formats: CaptionFormat[]; as: CaptionsAs; field: string } | undefined {
@@ -22,9 +23,10 @@ export type AttachSettings = ReturnType<typeof attachSettings>;
 
 /** The item a job event starts the workflow with: the job, what the event said of it, and whether it was read from the API. */
 export function jobEventItem(job: Job, event: { id: string | null; type: EventType; createdAt: string | null; verified: boolean }): INodeExecutionData {
-	return {
-		json: { ...(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.createdAt, verified: event.verified },
-	};
+	const json: IDataObject = { ...structuredClone(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.createdAt, verified: event.verified };
+	// A posted body (Verify Events off) is not read through the transport: its secrets are hidden here.
+	hideSecrets(json);
+	return { json };
 }
 
 /** What `captions_error` says of formats that could not be downloaded: which, why, and what still can. */

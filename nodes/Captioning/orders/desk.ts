@@ -5,8 +5,10 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import type { CheckedObject } from '../media/s3Object';
+import { webhookOwnPath } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { jobPages } from '../transport/jobs';
+import { withoutToken } from '../transport/secrets';
 import type { S3Access, S3Object } from '../transport/s3';
 import { canonicalJson } from './keys';
 import { Remembered } from './remembered';
@@ -30,6 +32,8 @@ export interface Order {
 export interface Placed {
 	job: Job;
 	replayed: boolean;
+	/** An On Webhook order placed by another execution: its events go to that execution's URL. */
+	elsewhere?: boolean;
 }
 
 /** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
@@ -91,6 +95,26 @@ export class OrderDesk {
 	}
 
 	/**
+	 * The job this node ordered with On Webhook in an earlier execution, among the newest jobs: its
+	 * Webhook URL is a resume URL of this node (`…/<execution id>/<node id>`), and its media (the
+	 * URL, an S3 object's without the signature, or the upload) and options are the body's.
+	 */
+	async findOrderedByThisNode(body: CreateJobBody, s3Url?: string): Promise<Job | undefined> {
+		const node = this.ctx.getNode().id;
+		const order = withoutWebhookUrl(body);
+		const sameMedia = (job: Job) =>
+			s3Url !== undefined ? job.media?.url === s3Url : body.upload_id !== undefined ? job.media?.upload_id === body.upload_id : job.media?.url === body.media_url;
+		const orderedHere = (job: Job) => webhookOwnPath(String(job.options?.webhook_url ?? '')).split('/')[1] === node;
+		for (let n = 0; n < LOOKUP_PAGES; n++) {
+			const { jobs, more } = await this.page(n);
+			const hit = jobs.find((job) => orderedHere(job) && sameMedia(job) && sameOrder(job, order));
+			if (hit) return hit;
+			if (!more) return undefined;
+		}
+		return undefined;
+	}
+
+	/**
 	 * One POST per key and order in a run: equal orders of a batch share the first one's job (the
 	 * others as replays). The same Custom Key with another order is sent, and refused by the service.
 	 */
@@ -104,13 +128,22 @@ export class OrderDesk {
 	}
 }
 
+/** The body without its Webhook URL (an On Webhook order's is the execution's own resume URL). */
+export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
+	const rest = { ...body };
+	delete rest.webhook_url;
+	return rest;
+}
+
 /** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
 function sameOrder(job: Job, body: CreateJobBody): boolean {
 	if (body.title !== undefined && job.title !== body.title) return false;
 	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
 	const options = (job.options ?? {}) as IDataObject;
 	const fields = ['style', 'model', 'speaker_labels', 'speaker_label_style', 'atmospherics', 'profanity', 'glossary', 'webhook_url'] as const;
-	if (fields.some((f) => body[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(body[f]))) return false;
+	// Jobs come back with a Webhook URL's token masked: compared masked.
+	const sent = { ...body, webhook_url: body.webhook_url === undefined ? undefined : withoutToken(body.webhook_url) };
+	if (fields.some((f) => sent[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(sent[f]))) return false;
 	if (body.redactions === undefined) return true;
 	const redactions = (options.redactions ?? {}) as IDataObject;
 	return Object.entries(body.redactions).every(([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v));

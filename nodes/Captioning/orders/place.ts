@@ -15,7 +15,7 @@ import { apiRequest } from '../transport';
 import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
-import type { Order, OrderDesk, Placed } from './desk';
+import { type Order, type OrderDesk, type Placed, withoutWebhookUrl } from './desk';
 import { LOOKUP_PAGES } from './desk';
 import { automaticKey, canonicalJson, orderFingerprint, orderIdentity } from './keys';
 
@@ -71,16 +71,24 @@ function uploadsOf(ctx: IExecuteFunctions): Record<string, string> {
 	return (context.captioningUploads ??= {}) as Record<string, string>;
 }
 
+/**
+ * The order's body as the same order: an On Webhook order without its Webhook URL, which is this
+ * execution's own resume URL (another execution repeating the order has another).
+ */
+function sameOrderBody(order: Order): CreateJobBody {
+	return order.wait === 'webhook' ? withoutWebhookUrl(order.body) : order.body;
+}
+
 /** An S3 Object order as the same order: the object (store, bucket, key) and the version checked, never the signed link. */
 function s3Identity(order: Order): string {
 	const { url, version } = order.s3!.checked!;
-	return canonicalJson({ ...order.body, s3: { url, version } });
+	return canonicalJson({ ...sameOrderBody(order), s3: { url, version } });
 }
 
 /** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
 function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key?: string; identity: string } {
 	if (order.idempotency === 'none') return { identity: '' };
-	const identity = order.s3 ? s3Identity(order) : orderIdentity(order.body, sha);
+	const identity = order.s3 ? s3Identity(order) : orderIdentity(sameOrderBody(order), sha);
 	if (order.idempotency === 'custom') return { key: order.customKey, identity };
 	return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
 }
@@ -149,10 +157,20 @@ export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order
 			const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
 			return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 		} catch (error) {
+			if (!isConflict(error)) throw error as NodeApiError;
+			// An On Webhook order repeated by another execution (a re-run, a schedule, the execution's
+			// Retry) carries that execution's resume URL, so the service refuses the key's body as
+			// another. The earlier job this node ordered with its own resume URL, the same media and
+			// options, is this order: answered as the replay. Its events go to the execution that
+			// ordered it, so this one waits for it another way (waiting/webhook.ts).
+			if (order.wait === 'webhook') {
+				const earlier = await desk.findOrderedByThisNode(body, order.s3?.checked?.url);
+				if (earlier) return { job: earlier, replayed: true, elsewhere: true };
+			}
 			// An Automatic key was used with another link to this very object (signed at an hour n8n no
 			// longer remembers): the earlier job is this order. Found among the newest jobs, it is answered
 			// as the replay. Not for a Custom Key, which may have been used for another object.
-			if (order.s3 && order.idempotency === 'auto' && isConflict(error)) {
+			if (order.s3 && order.idempotency === 'auto') {
 				const earlier = await desk.findS3Job(order.s3.checked!.url, order.body);
 				if (earlier) return { job: earlier, replayed: true };
 			}

@@ -5,7 +5,7 @@ import type { IDataObject, IExecuteFunctions, IN8nHttpFullResponse, INode, JsonO
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { ServiceError } from '../model/types';
-import { withoutSignatures } from './signed';
+import { withoutSignatures } from './secrets';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',

@@ -14,7 +14,7 @@ import { HeldTooLong, ticketNumber, TurnTimedOut } from './pacing';
 import { BatchStopped, runSlotsOf } from './runSlots';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
-import { hideSignatures } from './signed';
+import { hideSecrets } from './secrets';
 import { pause } from './sleep';
 
 export { pause };
@@ -238,8 +238,8 @@ export async function apiRequest<T>(
 				headers: { ...headers },
 			})) as IN8nHttpFullResponse,
 	);
-	// An S3 Object order's media_url comes back in every job: never pass its signature on.
-	hideSignatures(response.body);
+	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
+	hideSecrets(response.body);
 	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
 }
 

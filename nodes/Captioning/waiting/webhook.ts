@@ -15,6 +15,7 @@ import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { jobPages, readJobsSettled } from '../transport/jobs';
+import type { JobWaiter } from './poll';
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
@@ -62,9 +63,41 @@ export function parentWaitsForThisRun(ctx: IExecuteFunctions): boolean {
  * Puts the execution to sleep until the events (or the Timeout), leaving the run's outputs (the
  * jobs as ordered, error items too) where n8n keeps the node's input.
  */
-export async function sleepUntilEvents(ctx: IExecuteFunctions, outputs: INodeExecutionData[], until: Date): Promise<void> {
+async function sleepUntilEvents(ctx: IExecuteFunctions, outputs: INodeExecutionData[], until: Date): Promise<void> {
 	ctx.getExecuteData().data.main[0] = outputs.map((item) => ({ json: item.json, pairedItem: item.pairedItem }));
 	await ctx.putExecutionToWait(until);
+}
+
+/**
+ * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
+ * (a repeat of orders that finished); checked here every `inPlaceWait.pollS` seconds when an open
+ * job was ordered by another execution (its events go to that execution's URL: a re-run, a
+ * schedule or a Retry repeating an order), until its Timeout; otherwise the execution sleeps until
+ * the events. Returns whether it waited here.
+ */
+export async function waitForJobs(
+	ctx: IExecuteFunctions,
+	outputs: INodeExecutionData[],
+	options: { timeoutMinutes: number; orderedElsewhere: Set<string>; waiter: JobWaiter },
+): Promise<boolean> {
+	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
+	if (open.length === 0) return false;
+	if (!open.some((item) => options.orderedElsewhere.has(item.json.id as string))) {
+		await sleepUntilEvents(ctx, outputs, new Date(Date.now() + options.timeoutMinutes * 60000));
+		return false;
+	}
+	await Promise.all(
+		open.map(async (item) => {
+			const itemIndex = (item.pairedItem as { item: number }).item;
+			try {
+				const job = await options.waiter.wait(item.json as unknown as Job, itemIndex, inPlaceWait.pollS, options.timeoutMinutes);
+				item.json = { ...item.json, ...(job as unknown as IDataObject), event_type: EVENT_OF_STATUS[job.status], event_id: null };
+			} catch {
+				// As a resume by Timeout: the job as last known, to check later with Job → Get.
+			}
+		}),
+	);
+	return true;
 }
 
 const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';

@@ -11,7 +11,7 @@ import type { Order } from '../../orders/desk';
 import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import { inPlaceWait, parentWaitsForThisRun, resumeUrlFor, sleepUntilEvents } from '../../waiting/webhook';
+import { inPlaceWait, parentWaitsForThisRun, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 
 const properties: INodeProperties[] = [
 	{
@@ -382,7 +382,13 @@ export async function execute(this: IExecuteFunctions, i: number, order: Order):
 	batch.replays.add(replaysOf(order));
 	let job = placed.job;
 	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
-	// Once every item is ordered, the execution sleeps until the events say all jobs are final.
-	if (order.wait === 'webhook') batch.afterRun ??= async (outputs) => await sleepUntilEvents(this, outputs, new Date(Date.now() + order.timeout * 60000));
+	if (order.wait === 'webhook') {
+		if (placed.elsewhere) batch.orderedElsewhere.add(job.id);
+		// Once every item is ordered: the execution sleeps until the events say all jobs are final.
+		batch.afterRun ??= async (outputs) => {
+			const timeoutMinutes = order.timeout;
+			if (await waitForJobs(this, outputs, { timeoutMinutes, orderedElsewhere: batch.orderedElsewhere, waiter: batch.waiter })) batch.notes.webhookElsewhere = true;
+		};
+	}
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
 }
