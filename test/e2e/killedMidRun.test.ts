@@ -39,10 +39,8 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	const { waitFor, newestId, jobsByExecution, activateOn1x } = executionsApi(() => n8n);
 	/** Once no execution of the workflow runs: its executions since `afterId`, and the jobs they hold. */
 	const stored = async (workflowId: string, afterId: number) => {
-		await waitFor('every execution to end', async () => {
-			const all = await jobsByExecution(workflowId, NODE_OF[workflowId], afterId);
-			return all.some((e) => ['new', 'running'].includes(e.status)) ? undefined : all;
-		}, 180000);
+		const running = async () => (await n8n.rest<{ results?: Execution[] }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId, status: ['new', 'running'] }))}`)).body.results ?? [];
+		await waitFor('every execution to end', async () => ((await running()).length === 0 ? true : undefined), 180000);
 		const all = await jobsByExecution(workflowId, NODE_OF[workflowId], afterId);
 		return { all, crashed: all.filter((e) => e.status === 'crashed'), jobs: new Set(all.flatMap((e) => e.jobs)) };
 	};

@@ -19,7 +19,8 @@ describe('sources', () => {
 		const run = await runCaptioning(sb, create({}));
 		expect(run.failure).toBeUndefined();
 		expect(sb.ledger.jobs).toHaveLength(1);
-		expect(sb.ledger.jobs[0].body).toEqual({ media_url: MEDIA });
+		// Every keyed order carries its key's tag in the metadata: how a repeat finds it (docs/paying-once.md).
+		expect(sb.ledger.jobs[0].body).toEqual({ media_url: MEDIA, metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/) } });
 		expect(lastJobRequest().idempotencyKey).toMatch(/^n8n-[0-9a-f]{48}$/);
 		expect(run.items).toEqual([
 			{ json: expect.objectContaining({ id: sb.ledger.jobs[0].id, object: 'job', status: 'queued', idempotent_replayed: false }), pairedItem: { item: 0 } },
@@ -31,7 +32,7 @@ describe('sources', () => {
 		await fetch(upload.upload_url, { method: 'PUT', body: 'bytes' });
 		const run = await runCaptioning(sb, create({ source: 'upload', uploadId: upload.id }));
 		expect(run.failure).toBeUndefined();
-		expect(sb.ledger.jobs[0].body).toEqual({ upload_id: upload.id });
+		expect(sb.ledger.jobs[0].body).toEqual({ upload_id: upload.id, metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/) } });
 	});
 
 	test('Binary File: uploads the file (name, type, size; bytes streamed) then orders it, titled after the file', async () => {
@@ -42,7 +43,8 @@ describe('sources', () => {
 		const [upload] = sb.ledger.uploads;
 		expect(upload).toMatchObject({ filename: 'Interview.mp4', contentType: 'video/mp4', declaredBytes: data.length, receivedBytes: data.length, complete: true, authorizationSeen: false });
 		expect(upload.sha256).toBe(createHash('sha256').update(data).digest('hex'));
-		expect(sb.ledger.jobs[0].body).toEqual({ upload_id: upload.id, title: 'Interview.mp4' });
+		// A file's tag holds its SHA-256 too.
+		expect(sb.ledger.jobs[0].body).toEqual({ upload_id: upload.id, title: 'Interview.mp4', metadata: { n8n_order: expect.stringMatching(new RegExp(`^[0-9a-f]{32}:${upload.sha256}$`)) } });
 		expect(JSON.stringify(run.items)).not.toContain('upload_url');
 	});
 });
@@ -78,7 +80,7 @@ test('every option of CreateJob reaches the service as the interface names it', 
 		profanity: 'label',
 		glossary: ['Kubernetes', 'Globex'],
 		webhook_url: 'https://n8n.example.com/webhook/abc/captioning',
-		metadata: { drive_file_id: 'f-123', owner: 'maria' },
+		metadata: { drive_file_id: 'f-123', owner: 'maria', n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/) },
 		redactions: { pii: true, names: true, organizations: false, terms: ['Project X', 'Zed'], replacement: 'custom_string', custom_replacement: '(removed)' },
 	});
 	expect(run.items[0].json).toMatchObject({ title: 'Keynote 2026', metadata: { drive_file_id: 'f-123' }, options: { style: 'verbatim', profanity: 'label' } });

@@ -140,15 +140,26 @@ describe('Binary File sources repeat cleanly', () => {
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1 });
 	});
 
-	test('when n8n forgot the upload (a new database), the 409 says what happened, and nothing is charged twice', async () => {
+	test('when n8n forgot its hint (a new database): the file goes up again, the service refuses the new body, and the earlier job of the same bytes is the replay', async () => {
 		const workflowId = newWorkflow();
 		const params = create({ source: 'binary', binaryPropertyName: 'data' });
-		await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
+		const first = await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
 		clearProcessedData();
 		const run = await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
-		expect(run.failure).toMatchObject({ httpCode: '409' });
-		expect(run.failure!.description).toMatch(/^This file was ordered by this node before, but its upload is not among the 1000 newest jobs' \(or n8n no longer remembers it\)/);
+		expect(run.failure).toBeUndefined();
+		expect(run.items[0].json).toMatchObject({ id: first.items[0].json.id, idempotent_replayed: true });
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1, uploads: 2 });
+	});
+
+	test('two different files of the same name and size without a binary id (n8n 1.x keeps files in memory) are two orders', async () => {
+		const workflowId = newWorkflow();
+		const params = create({ source: 'binary', binaryPropertyName: 'data' });
+		const inMemory = (text: string) => ({ json: {}, binary: { data: { data: Buffer.from(text).toString('base64'), fileName: 'recording.wav', mimeType: 'audio/wav' } } });
+		const run = await runCaptioning(sb, params, { input: [inMemory('first recording'), inMemory('other recording')], workflowId });
+		expect(run.failure).toBeUndefined();
+		expect(run.items.map((i) => i.json.idempotent_replayed)).toEqual([false, false]);
+		expect(new Set(run.items.map((i) => i.json.id)).size).toBe(2);
+		expect(counts()).toMatchObject({ jobs: 2, charges: 2, uploads: 2 });
 	});
 
 	test('the lookup of an earlier upload reads the job list once for the whole batch', async () => {

@@ -59,11 +59,11 @@ test('an S3 object is ordered by a signed link: one HEAD from n8n, the service f
 	await fetched(1);
 	expect(sb.ledger.mediaFetches).toEqual([expect.objectContaining({ url: `${s3.endpoint}/${s3.bucket}/videos/talk.mp4`, status: 206, size: 4096, bytes: 1024 })]);
 
-	// The order: a presigned GET for 24 h by default (signed at the start of the hour, an hour longer), to the object as checked.
+	// The order: a presigned GET for 24 h by default (signed now, an hour longer), to the object as checked.
 	const [job] = sb.ledger.jobs;
 	const link = new URL(job.body.media_url as string);
 	expect(link.searchParams.get('X-Amz-Expires')).toBe('90000');
-	expect(link.searchParams.get('X-Amz-Date')).toMatch(/^\d{8}T\d{2}0000Z$/);
+	expect(link.searchParams.get('X-Amz-Date')).toMatch(/^\d{8}T\d{6}Z$/);
 	expect(link.searchParams.get('X-Amz-Credential')).toMatch(/^S3RVER\/\d{8}\/us-east-1\/s3\/aws4_request$/);
 	expect(job.body).toMatchObject({ title: 'talk.mp4' });
 	expect(sb.job(job.id)).toMatchObject({ status: 'queued' });
@@ -152,16 +152,51 @@ describe('paying once: the same object with the same options replays, whatever s
 			[first.items[1].json.id, true],
 			[first.items[0].json.id, true],
 		]);
-		// The links were signed at the hour n8n remembered: the very same bodies, replayed by the service.
-		expect(posts().slice(2).map((r) => r.status)).toEqual([200, 200]);
+		// Each run signs its own link: the service refuses the key's new body (409; the same link, signed
+		// within the same second, is replayed by the service), and the node answers with the earlier job
+		// of the key (found by its tag), the same object and options.
+		expect(posts().slice(2).every((r) => r.status === 409 || r.status === 200)).toBe(true);
 		expect(JSON.stringify(second.items)).not.toMatch(/X-Amz-/);
 
-		// n8n's store lost (or another Link Valid For): a new link, refused (409); the node finds the job it was for.
-		clearProcessedData();
+		// Another Link Valid For is the same order: the same job.
 		const third = await runCaptioning(sb, create({ s3LinkHours: 48 }), { input: objects(['videos/a.mp4']), s3: credential(), workflowId });
 		expect(third.items[0].json).toMatchObject({ id: first.items[0].json.id, idempotent_replayed: true });
-		expect(posts().slice(4).map((r) => r.status)).toEqual([409]);
 		expect(sb.ledger.charges).toHaveLength(2);
+	});
+
+	test('a refused order (402: no funds) forgets its link: the run after topping up sends a new one, not the refused one', async () => {
+		const workflowId = newWorkflow();
+		await s3.put('videos/f.mp4', Buffer.alloc(4096, 3));
+		sb.injectFault('POST /jobs', { status: 402, code: 'insufficient_funds', message: 'Injected: no funds' });
+		const input = objects(['videos/f.mp4']);
+		const failed = await runCaptioning(sb, create(), { input, s3: credential(), workflowId, mode: 'trigger' });
+		expect(failed.failure?.message).toMatch(/^Injected: no funds/);
+		// What n8n's Retry would copy: the node context, where nothing of the refused link is left.
+		expect(JSON.stringify(failed.contextData())).not.toMatch(/X-Amz-Signature/);
+		const retried = await runCaptioning(sb, create(), { input, s3: credential(), workflowId, mode: 'retry', contextData: failed.contextData() });
+		expect(retried.failure).toBeUndefined();
+		expect(sb.ledger.charges).toHaveLength(1);
+	});
+
+	test('a repeat never sends a link with less validity left than Link Valid For asks', async () => {
+		const workflowId = newWorkflow();
+		// The first try's answer is lost: the link stays in the node context for the execution's Retry.
+		await s3.put('videos/g.mp4', Buffer.alloc(4096, 4));
+		sb.injectFault('POST /jobs', { kind: 'lose-response', times: 6 });
+		const input = objects(['videos/g.mp4']);
+		const failed = await runCaptioning(sb, create({ s3LinkHours: 2 }), { input, s3: credential(), workflowId, mode: 'trigger' });
+		expect(failed.failure).toBeDefined();
+		const context = failed.contextData() as Record<string, { captioningSigned: Record<string, { link: string; validUntil: number }> }>;
+		const signed = Object.values(context)[0].captioningSigned;
+		// As if the Retry came 90 minutes later: half an hour of the link left, two hours asked.
+		for (const entry of Object.values(signed)) entry.validUntil = Date.now() + 30 * 60000;
+		const sent = new Set(posts().map((r) => String(r.body?.media_url)));
+		const retried = await runCaptioning(sb, create({ s3LinkHours: 2 }), { input, s3: credential(), workflowId, mode: 'retry', contextData: context as never });
+		expect(retried.failure).toBeUndefined();
+		// Signed anew (the service refused the key's new body, and the earlier job is the replay).
+		expect(sent.has(String(posts().at(-1)!.body?.media_url))).toBe(false);
+		expect(retried.items[0].json.idempotent_replayed).toBe(true);
+		expect(sb.ledger.charges).toHaveLength(1);
 	});
 
 	test("the execution's Retry sends the very same link: replayed by the service, not refused", async () => {

@@ -26,8 +26,10 @@ export interface InputFile {
 	fileName: string;
 	mimeType: string;
 	size: number;
-	/** Names the file within an execution: its binary-store id, or its name, size and type. */
+	/** Names the file within an item of an execution: its binary-store id, or its name, size and type. */
 	identity: string;
+	/** Its binary-store id, where it has one: the one name no other file shares. */
+	binaryId?: string;
 	/** Opens the bytes afresh (a retry needs a new stream). */
 	open: () => Promise<FileBody>;
 }
@@ -50,7 +52,7 @@ export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number, f
 	if (binary.id) {
 		const id = binary.id;
 		const metadata = await ctx.helpers.getBinaryMetadata(id);
-		file = { fileName, mimeType, size: Number(metadata.fileSize), identity: id, open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES) };
+		file = { fileName, mimeType, size: Number(metadata.fileSize), identity: id, binaryId: id, open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES) };
 	} else {
 		const size = Buffer.byteLength(binary.data, BINARY_ENCODING);
 		file = { fileName, mimeType, size, identity: `${fileName}:${size}:${mimeType}`, open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field) };

@@ -5,16 +5,17 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import type { CheckedObject } from '../media/s3Object';
-import { webhookOwnPath } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { jobPages } from '../transport/jobs';
 import { withoutToken } from '../transport/secrets';
 import type { S3Access, S3Object } from '../transport/s3';
-import { canonicalJson } from './keys';
+import { canonicalJson, ORDER_TAG } from './keys';
 import { Remembered } from './remembered';
 
-/** How far back a lookup of an earlier upload reads the job list (pages of 100, newest first). */
+/** How far back a lookup of an earlier order reads the job list (pages of 100, newest first). */
 export const LOOKUP_PAGES = 10;
+
+
 
 /** An item's order, checked and ready: nothing has been sent yet. */
 export interface Order {
@@ -64,50 +65,19 @@ export class OrderDesk {
 		return await this.pages[n];
 	}
 
-	/** The upload that carried this file for this key before, among the newest jobs' uploads. */
-	async findUpload(key: string, sha: string): Promise<string | undefined> {
-		const remembered = this.remembered;
-		if (!remembered) return undefined;
-		for (let n = 0; n < LOOKUP_PAGES; n++) {
-			const { jobs, more } = await this.page(n);
-			const candidates = jobs.filter((job) => job.media?.type === 'upload' && job.media.upload_id).map((job) => `upload ${key} ${sha} ${job.media.upload_id}`);
-			if (candidates.length) {
-				const [hit] = await remembered.known(candidates);
-				if (hit) return hit.split(' ').at(-1);
-			}
-			if (!more) return undefined;
-		}
-		return undefined;
+	/**
+	 * Whether a file of this size and first MiB may have been sent by this node: n8n's deduplication
+	 * store records the probe (one write; a hint only: without it the order is still placed once).
+	 */
+	async maybeSent(probe: string): Promise<boolean> {
+		return this.remembered ? (await this.remembered.record([`probe ${probe}`])).size > 0 : true;
 	}
 
-	/**
-	 * The earlier job of an S3 Object order, among the newest jobs: the same object (its URL without
-	 * the signature, as the transport hands jobs on) and the same title, metadata and options.
-	 */
-	async findS3Job(url: string, body: CreateJobBody): Promise<Job | undefined> {
+	/** The newest job ordered with this order tag (orders/keys.ts), among the newest jobs. */
+	async findTagged(tag: string): Promise<Job | undefined> {
 		for (let n = 0; n < LOOKUP_PAGES; n++) {
 			const { jobs, more } = await this.page(n);
-			const hit = jobs.find((job) => job.media?.type === 'url' && job.media.url === url && sameOrder(job, body));
-			if (hit) return hit;
-			if (!more) return undefined;
-		}
-		return undefined;
-	}
-
-	/**
-	 * The job this node ordered with On Webhook in an earlier execution, among the newest jobs: its
-	 * Webhook URL is a resume URL of this node (`…/<execution id>/<node id>`), and its media (the
-	 * URL, an S3 object's without the signature, or the upload) and options are the body's.
-	 */
-	async findOrderedByThisNode(body: CreateJobBody, s3Url?: string): Promise<Job | undefined> {
-		const node = this.ctx.getNode().id;
-		const order = withoutWebhookUrl(body);
-		const sameMedia = (job: Job) =>
-			s3Url !== undefined ? job.media?.url === s3Url : body.upload_id !== undefined ? job.media?.upload_id === body.upload_id : job.media?.url === body.media_url;
-		const orderedHere = (job: Job) => webhookOwnPath(String(job.options?.webhook_url ?? '')).split('/')[1] === node;
-		for (let n = 0; n < LOOKUP_PAGES; n++) {
-			const { jobs, more } = await this.page(n);
-			const hit = jobs.find((job) => orderedHere(job) && sameMedia(job) && sameOrder(job, order));
+			const hit = jobs.find((job) => job.metadata?.[ORDER_TAG] === tag);
 			if (hit) return hit;
 			if (!more) return undefined;
 		}
@@ -136,7 +106,7 @@ export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
 }
 
 /** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
-function sameOrder(job: Job, body: CreateJobBody): boolean {
+export function sameOrder(job: Job, body: CreateJobBody): boolean {
 	if (body.title !== undefined && job.title !== body.title) return false;
 	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
 	const options = (job.options ?? {}) as IDataObject;

@@ -40,6 +40,19 @@ export function orderFingerprint(ctx: IExecuteFunctions, identity: string): stri
 	return sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n'));
 }
 
+/**
+ * The metadata key every keyed order carries its tag under: a digest of its Idempotency-Key (and
+ * for a file, after a colon, the file's SHA-256). The service's job list is the record of what was
+ * ordered: a repeat finds the earlier order of its key by it.
+ */
+export const ORDER_TAG = 'n8n_order';
+
+/** An order's tag (ORDER_TAG): its key's digest, and the file's SHA-256 where the media is a file. */
+export function orderTag(key: string, fileSha256?: string): string {
+	const digest = sha256(key).slice(0, 32);
+	return fileSha256 === undefined ? digest : `${digest}:${fileSha256}`;
+}
+
 /** Automatic's key: the same for every repeat of the order. */
 export function automaticKey(fingerprint: string): string {
 	return `n8n-${fingerprint.slice(0, 48)}`;

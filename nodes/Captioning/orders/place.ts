@@ -1,65 +1,53 @@
 // Placing an order once (docs/paying-once.md): the item's Idempotency-Key (orders/keys.ts), the
 // upload a repeat of a Binary File order reuses, an S3 Object's signed link, and the POST /jobs.
 // A repeat of a keyed order must send the very same body, upload_id included, or the service
-// answers 409. So an upload is remembered under the key and the file's SHA-256: in the node context
-// (Retry On Fail, the execution's Retry) and in n8n's deduplication store (re-runs, crashes), where
-// a lookup finds it among the upload ids of the newest jobs.
+// answers 409. The node context keeps what this execution sent (Retry On Fail, the execution's
+// Retry); across executions the service's job list is the record: every keyed order carries a tag
+// of its key in its metadata (ORDER_TAG), so a repeat finds the earlier order of its key: a Binary
+// File's upload, to send the same body; the job itself when the service refuses a body that differs
+// only in what this execution has (its On Webhook resume URL, an S3 link signed now).
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
-import { LINK_HOURS } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
 import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
-import { type Order, type OrderDesk, type Placed, withoutWebhookUrl } from './desk';
-import { LOOKUP_PAGES } from './desk';
-import { automaticKey, canonicalJson, orderFingerprint, orderIdentity } from './keys';
+import { withoutToken } from '../transport/secrets';
+import { LOOKUP_PAGES, type Order, type OrderDesk, type Placed, sameOrder, withoutWebhookUrl } from './desk';
+import { automaticKey, canonicalJson, ORDER_TAG, orderFingerprint, orderIdentity, orderTag } from './keys';
 
 const HOUR = 3600 * 1000;
 
+/** What this execution signed for an S3 Object order: the link, and until when it is valid. */
+type Signed = Record<string, { link: string; validUntil: number }>;
+
 /**
- * The hour an S3 Object order's link is signed at. A repeat must send the very same link, or the
- * service refuses it (409): so the link is signed at the start of an hour (valid that much longer)
- * and the hour is remembered, in the node context (Retry On Fail, the execution's Retry) and, per
- * key, in n8n's deduplication store (new runs, crashes), where a lookup tries the last week's hours.
+ * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked,
+ * so that a Retry within that hour (node context) sends the very same link with at least what was
+ * asked left. Another execution signs anew; the service then refuses the key's other body (409)
+ * and the earlier job of the object is the replay (placeOrder).
  */
-async function signingHour(ctx: IExecuteFunctions, desk: OrderDesk, mark: string, key?: string): Promise<number> {
-	const context = ctx.getContext('node') as IDataObject;
-	const signed = (context.captioningSigned ??= {}) as Record<string, number>;
-	if (signed[mark]) return signed[mark];
-	const now = Math.floor(Date.now() / HOUR) * HOUR;
-	let hour = now;
-	if (key && desk.remembered) {
-		// One call for an order never placed (the common case): it records the key and this hour.
-		const ordered = `s3key ${key}`;
-		const thisHour = `s3link ${key} ${now}`;
-		const before = await desk.remembered.record([ordered, thisHour]);
-		if (before.has(ordered)) {
-			// Placed before: the hour of its first link, the oldest one remembered within the week.
-			const hours = Array.from({ length: LINK_HOURS.max + 1 }, (_, n) => `s3link ${key} ${now - (LINK_HOURS.max - n) * HOUR}`);
-			const known = await desk.remembered.known(hours);
-			const oldest = hours.find((sentence) => known.has(sentence) && (sentence !== thisHour || before.has(thisHour)));
-			if (oldest) {
-				hour = Number(oldest.split(' ').at(-1));
-				if (!before.has(thisHour)) await desk.remembered.forget([thisHour]);
-			}
-		}
-	}
-	return (signed[mark] = hour);
-}
-
-/** The S3 Object order's media_url: the object as checked, signed at its hour, valid an hour more than asked. */
-async function signedLink(ctx: IExecuteFunctions, order: Order, desk: OrderDesk, mark: string, key?: string): Promise<string> {
+function signedLink(ctx: IExecuteFunctions, order: Order, mark: string): string {
+	const signed = ((ctx.getContext('node') as IDataObject).captioningSigned ??= {}) as Signed;
 	const { checked, hours } = order.s3!;
-	const hour = await signingHour(ctx, desk, mark, key);
-	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date(hour));
+	const kept = signed[mark];
+	if (kept && kept.validUntil - Date.now() >= hours * HOUR) return kept.link;
+	const now = Date.now();
+	const link = presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date(now));
+	signed[mark] = { link, validUntil: now + (hours + 1) * HOUR };
+	return link;
 }
 
-/** The node context's memory of files this execution read: their SHA-256 by binary identity. */
+/** A refused order (an answer, not a lost one) forgets the link it sent: nothing repeats it. */
+function forgetLink(ctx: IExecuteFunctions, mark: string): void {
+	delete ((ctx.getContext('node') as IDataObject).captioningSigned as Signed | undefined)?.[mark];
+}
+
+/** The node context's memory of files this execution read: their SHA-256 by binary-store id. */
 function digestsOf(ctx: IExecuteFunctions): Record<string, string> {
 	const context = ctx.getContext('node') as IDataObject;
 	return (context.captioningDigests ??= {}) as Record<string, string>;
@@ -94,41 +82,44 @@ function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key?: stri
 }
 
 /**
- * A keyed Binary File order's file: its SHA-256 and, when this node has never sent a file like it,
- * its upload. The first MiB and the size tell a file never sent (upload at once, hashing the bytes
- * on their way: one read) from one that may have been (hash first, then look for its upload).
+ * A keyed Binary File order's file: its SHA-256 and, when no file like it was sent before, its
+ * upload. The size and first MiB, recorded in n8n's deduplication store (a hint, written once),
+ * tell a file never sent (upload at once, hashing the bytes on their way: one read) from one that
+ * may have been (hash first, then look for its upload). Only a file with a binary-store id is known
+ * by that id within the execution; others are hashed (two files may share a name and size).
  */
 async function readFile(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk): Promise<{ sha: string; uploadId?: string }> {
 	const digests = digestsOf(ctx);
-	if (digests[file.identity]) return { sha: digests[file.identity] };
+	if (file.binaryId && digests[file.binaryId]) return { sha: digests[file.binaryId] };
+	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
 	const probe = await fileProbe(file);
-	const maybeSent = desk.remembered ? (await desk.remembered.record([`probe ${probe}`])).size > 0 : true;
-	if (maybeSent) {
-		digests[file.identity] = await fileSha256(file);
-		return { sha: digests[file.identity] };
-	}
+	if (await desk.maybeSent(probe)) return { sha: remember(await fileSha256(file)) };
 	const hashing = hashingReads(file);
 	const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
-	digests[file.identity] = hashing.sha256();
-	return { sha: digests[file.identity], uploadId };
+	return { sha: remember(hashing.sha256()), uploadId };
 }
 
 /**
- * The upload id for a keyed Binary File order: the one this key already carried this file with (so
- * a repeat sends the same body and is replayed), or a new upload; remembered either way.
+ * The upload id for a keyed Binary File order: the one this execution used, the one the earlier
+ * order of this key and these bytes used (found by its tag among the newest jobs: a repeat sends the
+ * same body and is replayed), or a new upload.
  */
-async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, key: string, sha: string, fresh?: string): Promise<string> {
+async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, mark: string, tag: string, fresh?: string): Promise<string> {
 	const uploads = uploadsOf(ctx);
-	const mark = `${key} ${sha}`;
-	if (uploads[mark]) return uploads[mark];
-	const known = await desk.remembered?.record([`file ${key} ${sha}`]);
-	if (!fresh && known && known.size > 0) {
-		const earlier = await desk.findUpload(key, sha);
-		if (earlier) return (uploads[mark] = earlier);
-	}
-	const uploadId = fresh ?? (await uploadFile(ctx, file, i)).id;
-	await desk.remembered?.record([`upload ${key} ${sha} ${uploadId}`]);
-	return (uploads[mark] = uploadId);
+	uploads[mark] ??= fresh ?? (await desk.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
+	return uploads[mark];
+}
+
+/** The order's metadata with its tag (ORDER_TAG), when the metadata has room (20 keys by default). */
+function tagged(body: CreateJobBody, tag: string): CreateJobBody['metadata'] {
+	const metadata = body.metadata ?? {};
+	return Object.keys(metadata).length < 20 ? { ...metadata, [ORDER_TAG]: tag } : body.metadata;
+}
+
+/** Whether the earlier job is this order: its media (a file by its tag) and its options, the Webhook URL aside. */
+function isThisOrder(job: Job, order: Order, body: CreateJobBody): boolean {
+	const media = order.s3 ? job.media?.url === order.s3.checked!.url : order.file ? true : body.upload_id !== undefined ? job.media?.upload_id === body.upload_id : job.media?.url === body.media_url;
+	return media && sameOrder(job, withoutWebhookUrl(body));
 }
 
 /**
@@ -145,38 +136,40 @@ export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order
 			uploads[`${i}:${file.identity}`] ??= (await uploadFile(ctx, file, i)).id;
 			body.upload_id = uploads[`${i}:${file.identity}`];
 		}
-		if (order.s3) body.media_url = await signedLink(ctx, order, desk, `${i} ${s3Identity(order)}`);
+		if (order.s3) body.media_url = signedLink(ctx, order, `${i} ${s3Identity(order)}`);
 		return await placeWithoutKey(ctx, i, body);
 	}
 	const read = file ? await readFile(ctx, i, file, desk) : undefined;
 	const { key, identity } = keyOf(ctx, order, read?.sha) as { key: string; identity: string };
+	const mark = `${key} ${identity}`;
+	const tag = orderTag(key, read?.sha);
 	return await desk.shared(key, identity, async () => {
-		if (file && read) body.upload_id = await uploadFor(ctx, i, file, desk, key, read.sha, read.uploadId);
-		if (order.s3) body.media_url = await signedLink(ctx, order, desk, `${key} ${identity}`, key);
+		body.metadata = tagged(body, tag);
+		if (file) body.upload_id = await uploadFor(ctx, i, file, desk, mark, tag, read?.uploadId);
+		if (order.s3) body.media_url = signedLink(ctx, order, mark);
 		try {
-			const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
-			return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+			return await post(ctx, i, body, key);
 		} catch (error) {
-			if (!isConflict(error)) throw error as NodeApiError;
-			// An On Webhook order repeated by another execution (a re-run, a schedule, the execution's
-			// Retry) carries that execution's resume URL, so the service refuses the key's body as
-			// another. The earlier job this node ordered with its own resume URL, the same media and
-			// options, is this order: answered as the replay. Its events go to the execution that
-			// ordered it, so this one waits for it another way (waiting/webhook.ts).
-			if (order.wait === 'webhook') {
-				const earlier = await desk.findOrderedByThisNode(body, order.s3?.checked?.url);
-				if (earlier) return { job: earlier, replayed: true, elsewhere: true };
+			if (!isConflict(error)) {
+				// Refused (an answer, not a lost one): a repeat signs anew.
+				if (order.s3 && error instanceof NodeApiError && error.httpCode) forgetLink(ctx, mark);
+				throw error as NodeApiError;
 			}
-			// An Automatic key was used with another link to this very object (signed at an hour n8n no
-			// longer remembers): the earlier job is this order. Found among the newest jobs, it is answered
-			// as the replay. Not for a Custom Key, which may have been used for another object.
-			if (order.s3 && order.idempotency === 'auto') {
-				const earlier = await desk.findS3Job(order.s3.checked!.url, order.body);
-				if (earlier) return { job: earlier, replayed: true };
+			// The key's earlier order differs from this body only in what this execution has (its On
+			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay. An On
+			// Webhook order's events go to the execution that ordered it: this one waits another way.
+			const earlier = await desk.findTagged(tag);
+			if (earlier && isThisOrder(earlier, order, body)) {
+				return { job: earlier, replayed: true, elsewhere: order.wait === 'webhook' && earlier.options?.webhook_url !== withoutToken(body.webhook_url ?? '') };
 			}
 			throw explainConflict(error, order);
 		}
 	});
+}
+
+async function post(ctx: IExecuteFunctions, i: number, body: CreateJobBody, key: string): Promise<Placed> {
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
+	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 }
 
 async function placeWithoutKey(ctx: IExecuteFunctions, i: number, body: CreateJobBody): Promise<Placed> {
@@ -200,7 +193,7 @@ function explainConflict(error: unknown, order: Order): unknown {
 		const name = `s3://${order.s3.object.bucket}/${order.s3.object.key}`;
 		error.description =
 			order.idempotency === 'custom'
-				? `The Idempotency Key "${order.customKey}" was used before for a different order than ${name} with these options (or by another workflow, or more than a week ago, so that the link it was sent with cannot be signed again). A key names one order: use one per object (e.g. its ETag), or put a version in it (…-v2) to order again on purpose.`
+				? `The Idempotency Key "${order.customKey}" was used before for a different order than ${name} with these options (or by another workflow), and no job of this object and options is among the ${LOOKUP_PAGES * 100} newest. A key names one order: use one per object (e.g. its ETag), or put a version in it (…-v2) to order again on purpose.`
 				: `${name} was ordered by this node before, but that job is not among the ${LOOKUP_PAGES * 100} newest, so it could not be answered as the replay, and the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many; to order the object again on purpose, set Idempotency to Custom Key with a new key.`;
 		return error;
 	}
@@ -209,7 +202,7 @@ function explainConflict(error: unknown, order: Order): unknown {
 			? `The Idempotency Key "${order.customKey}" was used before for a different order: another file, or other options. A key names one order: use one per file (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order this file again on purpose.`
 			: `The Idempotency Key "${order.customKey}" was used before for a different order (another Media URL, Upload ID or other options). A key names one order: use one per media, or put a version in it (…-v2) to order again on purpose.`;
 	} else if (order.file) {
-		error.description = `This file was ordered by this node before, but its upload is not among the ${LOOKUP_PAGES * 100} newest jobs' (or n8n no longer remembers it), so the order went out with a new upload and the service refused it: nothing was ordered twice. Find the first job with Job → Get Many; to order the file again on purpose, set Idempotency to Custom Key with a new key.`;
+		error.description = `This file was ordered by this node before, but that job is not among the ${LOOKUP_PAGES * 100} newest, so the order went out with a new upload and the service refused it: nothing was ordered twice. Find the first job with Job → Get Many; to order the file again on purpose, set Idempotency to Custom Key with a new key.`;
 	}
 	return error;
 }

@@ -1,7 +1,8 @@
-// What Job → Create remembers across executions, in n8n's own deduplication store (the one behind
-// Remove Duplicates: `processed_data`, scoped to this workflow and node). n8n writes it at once, so
-// it survives what an execution's own data does not: a crash, a manual run, a failed run. It only
-// answers "seen before?", so each record is a sentence whose last word is what a lookup tries.
+// What Job → Create records across executions, in n8n's own deduplication store (the one behind
+// Remove Duplicates: `processed_data`, scoped to this workflow and node): hints that a file may have
+// been sent before, each recorded once (the store answers "seen before?" as it records). n8n writes
+// it at once, so it survives a crash, a manual run, a failed run. It is not the record of what was
+// ordered (the service's job list is): a hint lost to two executions at once costs an upload, not a charge.
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 /** Enough for thousands of files; the oldest records go first (n8n trims them). */
@@ -31,18 +32,5 @@ export class Remembered {
 			const { processed } = await this.ctx.helpers.checkProcessedAndRecord(sentences, 'node', OPTIONS);
 			return new Set(processed.map(String));
 		});
-	}
-
-	/** Which of the sentences were recorded before, leaving the store as it was. */
-	async known(sentences: string[]): Promise<Set<string>> {
-		return await this.serial(async () => {
-			const { processed, new: fresh } = await this.ctx.helpers.checkProcessedAndRecord(sentences, 'node', OPTIONS);
-			if (fresh.length) await this.ctx.helpers.removeProcessed(fresh, 'node', OPTIONS);
-			return new Set(processed.map(String));
-		});
-	}
-
-	async forget(sentences: string[]): Promise<void> {
-		if (sentences.length) await this.serial(async () => await this.ctx.helpers.removeProcessed(sentences, 'node', OPTIONS));
 	}
 }

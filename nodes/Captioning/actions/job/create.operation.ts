@@ -344,7 +344,7 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		const object = s3ObjectOf(this, i);
 		const hours = Number(this.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
 		if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
-			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, { itemIndex: i, description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it at the start of the hour).` });
+			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, { itemIndex: i, description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).` });
 		}
 		s3 = { object, hours };
 		body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
