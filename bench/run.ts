@@ -2,10 +2,13 @@
 // section a file under bench/figures/. BENCH_ONLY=<name>,<name> runs only those sections.
 //   upload (1-2), batch (3), load (4), wait (5), concurrentUploads (6), binaryRepeat (7),
 //   webhookBatch (8), triggerBurst (9), s3 (10), triggerBurstCaptions (11), sharedKey (12),
-//   pollOverlap (13); those from 9 on run real n8n 2.41.1 (installed into the cache if missing).
+//   pollOverlap (13), crashBurst (14), burst600 (15); those from 9 on run real n8n 2.41.1
+//   (installed into the cache if missing).
 import { cpus } from 'node:os';
 
 import { batch } from './figures/batch';
+import { burst600 } from './figures/burst600';
+import { crashBurst } from './figures/crashBurst';
 import { binaryRepeat } from './figures/binaryRepeat';
 import { concurrentUploads } from './figures/concurrentUploads';
 import { load } from './figures/load';
@@ -20,7 +23,7 @@ import { webhookBatch } from './figures/webhookBatch';
 import type { Row, Section } from './support';
 import { log } from './support';
 
-const sections: Section[] = [upload, batch, load, wait, concurrentUploads, binaryRepeat, webhookBatch, triggerBurst, s3, triggerBurstCaptions, sharedKey, pollOverlap];
+const sections: Section[] = [upload, batch, load, wait, concurrentUploads, binaryRepeat, webhookBatch, triggerBurst, s3, triggerBurstCaptions, sharedKey, pollOverlap, crashBurst, burst600];
 
 async function main() {
 	const started = Date.now();

@@ -1,8 +1,8 @@
 // 13. The polling trigger under a flood (test/real/flood.ts) in real n8n 2.41.1: 300 jobs with
 // captions finish at once, 10 reads/s, polls every 20 s. The longest time with no request to the
-// service while captions were still to download (a poll that stalls, or polls that leave the key
-// idle between them), and the worst time from the first poll after the flood to a job's report,
-// against what downloading every caption at the read limit takes.
+// service while captions were still to download (the executions that download them stalling, or
+// leaving the key idle), and the worst time from the first poll after the flood to a job's report
+// (its SRT written), against what downloading every caption at the read limit takes.
 import path from 'node:path';
 
 import { activateFlood, describePolls, importFlood, runFlood } from '../../test/real/flood';

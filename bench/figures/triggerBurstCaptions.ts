@@ -63,11 +63,12 @@ export const triggerBurstCaptions: Section = {
 			Object.assign(figures, {
 				[`triggerBurstCaptionsP95VsWebhookNode${suffix}`]: ratio,
 				[`triggerBurstCaptionsSenderTimeouts${suffix}`]: b.timeouts.triggerCaptions,
+				[`triggerBurstCaptionsWebhookNodeTimeouts${suffix}`]: b.timeouts.webhookNode,
 				[`triggerBurstCaptions429Share${suffix}`]: share,
 			});
 			rows.push(
-				[`burst with captions (${label}): p95 answer vs Webhook node`, `${b.triggerP95Ms} ms`, `Webhook node ${b.webhookNodeP95Ms} ms`, `${ratio}×`, '≤ 1.5×', ratio <= 1.5],
-				[`burst with captions (${label}): first tries past 10 s`, `${b.timeouts.triggerCaptions} of 600`, `Webhook node ${b.timeouts.webhookNode} of 600`, '', '0', b.timeouts.triggerCaptions === 0],
+				[`burst with captions (${label}): p95 answer vs Webhook node`, `${b.triggerP95Ms} ms`, `Webhook node ${b.webhookNodeP95Ms} ms`, `${ratio}×`, '≤ 1.2×', ratio <= 1.2],
+				[`burst with captions (${label}): first tries past 10 s`, `${b.timeouts.triggerCaptions} of 600`, `Webhook node ${b.timeouts.webhookNode} of 600`, '', "≤ the Webhook node's", b.timeouts.triggerCaptions <= b.timeouts.webhookNode],
 				[`burst with captions (${label}): reads answered 429`, `${b.refused} of ${b.reads}`, '2 bursts, 10 reads/s', `${share}`, '≤ 0.1', share <= 0.1],
 			);
 		}

@@ -16,10 +16,11 @@ import path from 'node:path';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
-import { activateBurstWorkflows, BURST_CAPTIONS_WORKFLOW, importBurstWorkflows, prepareBurst, srtPath } from '../real/burst';
+import { activateBurstWorkflows, importBurstWorkflows, srtPath } from '../real/burst';
 import type { Execution } from '../real/executions';
 import { executionsApi } from '../real/executions';
 import { pollingWorkflow } from '../real/flood';
+import { killMidBurst } from '../real/killedBurst';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
 
@@ -29,7 +30,7 @@ const POLLED = 40;
 const POLL_WORKFLOW = 'wfKilledPolling';
 const POLL_CREDENTIAL = 'captioningKilledPoll';
 /** The trigger node of each workflow: the node whose items are the jobs. */
-const NODE_OF: Record<string, string> = { [BURST_CAPTIONS_WORKFLOW]: 'Job Event', [POLL_WORKFLOW]: 'Job Finished' };
+const NODE_OF: Record<string, string> = { [POLL_WORKFLOW]: 'Job Finished' };
 
 describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	let n8n: N8n;
@@ -64,35 +65,13 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	});
 
 	test(`the webhook trigger: ${BURST} completions with Attach Captions, n8n killed once a third are answered: every answered event has an execution`, async () => {
-		const ids = await prepareBurst(n8n, sb, 'triggerCaptions', BURST);
-		const since = await newestId();
-		sb.resetLedger();
-		// Delivered once, and again while a try fails (about 90 s of tries: long enough for n8n to come back).
-		sb.setWebhook({ duplicate: false, attempts: 30 });
-		const answered = () => new Set(sb.ledger.deliveries.filter((d) => d.status === 200).map((d) => d.jobId));
-		const completing = (async () => {
-			for (const id of ids) {
-				sb.completeJob(id);
-				await new Promise((r) => setTimeout(r, 2000 / BURST));
-			}
-		})();
-		await waitFor('a third of the events answered', async () => (answered().size >= BURST / 3 ? true : undefined), 120000);
-		const answeredBeforeKill = answered();
-		await n8n.kill();
-		await completing;
-		await n8n.start();
-		await sb.settleDeliveries();
-		sb.setWebhook({ attempts: 3 });
-		const { all, crashed, jobs } = await stored(BURST_CAPTIONS_WORKFLOW, since);
-		const lost = [...answered()].filter((id) => !jobs.has(id));
-		const empty = all.filter((e) => e.jobs.length === 0);
-		if (lost.length > 0) console.log(`lost ${lost.join(', ')}; executions holding no job: ${empty.map((e) => `${e.id} ${e.status}`).join(', ')}; deliveries of the lost: ${JSON.stringify(sb.ledger.deliveries.filter((d) => lost.includes(d.jobId)))}`);
+		const { answeredBeforeKill, answered, executions, crashed, lost } = await killMidBurst(n8n, sb, BURST);
 		console.log(
-			`n8n ${version}, killed mid-burst: ${answeredBeforeKill.size} events answered 200 before the kill, ${answered().size} of ${BURST} in all; ${all.length} executions (${crashed.length} crashed); answered events with no execution: ${lost.length}`,
+			`n8n ${version}, killed mid-burst: ${answeredBeforeKill} events answered 200 before the kill, ${answered.size} of ${BURST} in all; ${executions.length} executions (${crashed.length} crashed); answered events with no execution: ${lost.length}`,
 		);
 		if (version.startsWith('2.')) expect(lost).toEqual([]);
 		// Every event reached the workflow in the end (the service's tries after the restart).
-		expect(answered().size).toBe(BURST);
+		expect(answered.size).toBe(BURST);
 		// A crashed execution holds its event: its Retry writes the captions.
 		if (crashed.length > 0) {
 			const [job] = crashed[0].jobs;

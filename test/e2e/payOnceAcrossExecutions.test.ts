@@ -1,11 +1,13 @@
 // Paying once across executions, in real n8n (npm run test:e2e): n8n's own Retry endpoint after a
-// partial batch failure (both of its choices), Binary File orders run twice, and a crash of n8n
+// partial batch failure (both of its choices), Binary File orders run twice, the Google Drive
+// template's order (Binary File, On Webhook, Custom Key or Automatic) run twice, and a crash of n8n
 // during a Poll wait followed by the crashed execution's Retry. Each case counts the sandbox's
 // jobs and charges. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { S3Server } from '../helpers/s3Bucket';
+import { tlsPair } from '../helpers/https';
 import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -44,8 +46,14 @@ function urlWorkflow(id: string, hook: string, urls: string[], typeVersion: numb
 	});
 }
 
-/** Manual Trigger → Read Files from Disk (the folder's videos) → Job → Create from the binary. */
-function binaryWorkflow(id: string, folder: string, typeVersion: number, parameters: object): string {
+/**
+ * Manual Trigger (or, with `hook`, a Webhook) → Read Files from Disk (the folder's videos) → Job →
+ * Create from the binary → No Operation.
+ */
+function binaryWorkflow(id: string, folder: string, typeVersion: number, parameters: object, hook?: string): string {
+	const start = hook
+		? node(id, 'Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} }, 0, { webhookId: `${id}-hook` })
+		: node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0);
 	return tempJson(`${id}.json`, {
 		id,
 		name: `Pay once: ${id}`,
@@ -53,11 +61,12 @@ function binaryWorkflow(id: string, folder: string, typeVersion: number, paramet
 		active: false,
 		settings: { executionOrder: 'v1' },
 		nodes: [
-			node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
+			start,
 			node(id, 'Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: `${folder}/*.mp4`, options: {} }, 200),
 			captioning(id, typeVersion, { source: 'binary', binaryPropertyName: 'data', ...parameters }),
+			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
 		],
-		connections: chain(['Start', 'Files', 'Order']),
+		connections: chain(['Start', 'Files', 'Order', 'Next']),
 	});
 }
 
@@ -101,12 +110,12 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 
 	const failing = { a: urls('retry-original', 5), b: urls('retry-saved', 5) };
 	const waiting = urls('crash', 3);
-	const hooked = ['wfPayRetryOrig1', 'wfPayRetrySaved', 'wfPayCrashPoll1'];
+	const hooked = ['wfPayRetryOrig1', 'wfPayRetrySaved', 'wfPayCrashPoll1', 'wfPayHookCustom', 'wfPayHookAuto01'];
 
 	let s3: S3Server;
 
 	beforeAll(async () => {
-		sb = await createSandbox({ timing: null });
+		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 		s3 = await startS3();
 		n8n = await createN8n(await installN8n(version), [work]);
 		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
@@ -122,6 +131,16 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 			mkdirSync(folder, { recursive: true });
 			for (const name of ['lecture', 'interview']) writeFileSync(path.join(folder, `${name}.mp4`), Buffer.alloc(2 * 1024 * 1024, `${id} ${name}`));
 			await n8n.cli(['import:workflow', `--input=${binaryWorkflow(id, folder, typeVersion, parameters)}`]);
+		}
+		// The Google Drive template's order node: Binary File, On Webhook, Custom Key (and the same with Automatic).
+		for (const [id, hook, parameters] of [
+			['wfPayHookCustom', 'pay-once-hook-custom', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' }],
+			['wfPayHookAuto01', 'pay-once-hook-auto', {}],
+		] as const) {
+			const folder = path.join(work, id);
+			mkdirSync(folder, { recursive: true });
+			for (const name of ['keynote', 'panel']) writeFileSync(path.join(folder, `${name}.mp4`), Buffer.alloc(1024 * 1024, `${id} ${name}`));
+			await n8n.cli(['import:workflow', `--input=${binaryWorkflow(id, folder, 1, { ...parameters, waitForCompletion: 'webhook', timeout: 240 }, hook)}`]);
 		}
 		await n8n.cli([
 			'import:credentials',
@@ -180,6 +199,32 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		const statuses = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').slice(postsBefore).map((r) => r.status);
 		expect(statuses.sort()).toEqual([200, 200, 201, 201]);
 		console.log(`n8n ${version}, ${workflowId} run twice: 2 files → ${after.uploads} uploads, ${after.jobs} jobs, ${after.charges} charges, POST /jobs ${statuses.join(',')}`);
+	}, 240000);
+
+	test.each([
+		['a Custom Key (the Google Drive template)', 'wfPayHookCustom', 'pay-once-hook-custom'],
+		['Automatic', 'wfPayHookAuto01', 'pay-once-hook-auto'],
+	])('On Webhook with %s, run twice with the same files (the second once the first has ended): one job and one charge per file, both executions success with the completed jobs', async (_name, workflowId, hook) => {
+		const before = { jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length };
+		expect(await call(hook)).toBe(200);
+		const first = await waitFor('the first execution to wait', async () => (await executions(workflowId)).find((e) => e.status === 'waiting'));
+		const ordered = sb.ledger.jobs.slice(before.jobs).map((j) => j.id);
+		expect(ordered).toHaveLength(2);
+		for (const id of ordered) sb.completeJob(id);
+		await sb.settleDeliveries();
+		await waitFor('the first execution to resume', async () => ((await executions(workflowId)).find((e) => e.id === first.id)?.status === 'success' ? true : undefined));
+
+		expect(await call(hook)).toBe(200);
+		const second = await waitFor('the second execution to end', async () => (await executions(workflowId)).find((e) => e.id !== first.id && !['new', 'running', 'waiting'].includes(e.status)));
+		expect(second.status).toBe('success');
+		expect({ jobs: sb.ledger.jobs.length - before.jobs, charges: sb.ledger.charges.length - before.charges }).toEqual({ jobs: 2, charges: 2 });
+		const next = (await runDataOf(second.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.status, i.json.idempotent_replayed]).sort()).toEqual([
+			['completed', true],
+			['completed', true],
+		]);
+		expect(next.map((i) => i.json.id).sort()).toEqual([...ordered].sort());
+		console.log(`n8n ${version}, On Webhook ${workflowId} run twice: 2 files → 2 jobs, 2 charges; the second execution ${second.status} with the completed jobs, replayed`);
 	}, 240000);
 
 	test('n8n is killed during a Poll wait; after the restart, the crashed execution\'s Retry pays for nothing more and hands on the jobs first ordered', async () => {

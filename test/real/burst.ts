@@ -162,7 +162,7 @@ export async function prepareBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, c
  * reads/s. `among`: the jobs are prepared (prepareBurst) and the caller has set the limits and
  * cleared the ledger, since other work runs at the same time.
  */
-export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, options: { windowMs?: number; among?: string[] } = {}): Promise<BurstResult> {
+export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, options: { windowMs?: number; among?: string[]; attempts?: number } = {}): Promise<BurstResult> {
 	const api = executionsApi(() => n8n);
 	const { workflowId } = TARGETS[target];
 	const windowMs = options.windowMs ?? 2000;
@@ -173,7 +173,7 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 		sb.resetLedger();
 		sb.setRateLimits({ readPerSecond: 10 });
 	}
-	sb.setWebhook({ duplicate: true, attempts: 3 });
+	sb.setWebhook({ duplicate: true, attempts: options.attempts ?? 3 });
 	const started = Date.now();
 	try {
 		for (const id of ids) {
@@ -186,7 +186,7 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 120000).catch(() => undefined);
 	} finally {
 		if (!options.among) sb.setRateLimits({});
-		sb.setWebhook({ duplicate: false });
+		sb.setWebhook({ duplicate: false, attempts: 3 });
 	}
 	const totalMs = Date.now() - started;
 	// Until n8n has started no execution for 3 s (n8n's Webhook node starts one per delivery, the

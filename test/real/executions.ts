@@ -56,15 +56,18 @@ export function executionsApi(n8n: () => N8n) {
 			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
 			type Stored = { resultData: { runData: RunData }; executionData?: { nodeExecutionStack?: Array<{ node: { name: string }; data: { main?: Array<Item[] | null> } }> } };
 			const found: Array<Execution & { jobs: string[] }> = [];
-			// Ids count up; past the newest, twenty in a row are not there.
+			// Ids count up; past the newest, twenty in a row are not there (n8n may answer those 200 with nothing).
 			for (let id = afterId + 1, missing = 0; missing < 20; id++) {
-				const res = await n8n().rest<Execution & { workflowId: string; data: string | Stored }>('GET', `/executions/${id}`);
-				missing = res.status === 200 ? 0 : missing + 1;
-				if (res.status !== 200 || res.body.workflowId !== workflowId) continue;
-				const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as Stored) : res.body.data;
-				const output = data?.resultData?.runData?.[nodeName]?.[0]?.data?.main?.[0];
-				const input = data?.executionData?.nodeExecutionStack?.find((entry) => entry.node.name === nodeName)?.data.main?.[0];
-				found.push({ id: String(id), status: res.body.status, jobs: (output ?? input ?? []).map((item) => String(item.json.id)) });
+				const res = await n8n().rest<(Execution & { workflowId: string; data: string | Stored }) | null>('GET', `/executions/${id}`);
+				const there = res.status === 200 && typeof res.body === 'object' && res.body !== null && String(res.body.id) === String(id);
+				missing = there ? 0 : missing + 1;
+				if (!there || res.body!.workflowId !== workflowId) continue;
+				const data = typeof res.body!.data === 'string' ? (flatted.parse(res.body!.data) as Stored) : res.body!.data;
+				// A crashed execution's output is n8n's placeholder ({ isArtificialRecoveredEventItem }): its job is on the stack.
+				const output = data?.resultData?.runData?.[nodeName]?.[0]?.data?.main?.[0] ?? [];
+				const input = data?.executionData?.nodeExecutionStack?.find((entry) => entry.node.name === nodeName)?.data.main?.[0] ?? [];
+				const jobs = [...output, ...input].filter((item) => item?.json?.object === 'job').map((item) => String(item.json.id));
+				found.push({ id: String(id), status: res.body!.status, jobs: [...new Set(jobs)] });
 			}
 			return found;
 		},

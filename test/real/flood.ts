@@ -86,7 +86,7 @@ export interface FloodResult {
 	reported: number;
 	/** The longest time without a request to the service while captions were still to download. */
 	idleMaxMs: number;
-	/** The worst time from the first poll after the flood to a job's report (its execution's start). */
+	/** The worst time from the first poll after the flood to a job's report (its SRT written). */
 	reportLagMs: number;
 }
 
@@ -129,7 +129,7 @@ export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: Floo
 			since = started;
 		}
 		const firstPoll = ours[0]?.at ?? flooded;
-		const lastReport = Math.max(...runs.map((r) => Date.parse(r.startedAt!)));
+		const lastReport = flooded + lastReportedMs;
 		return {
 			ids,
 			written: written(),
