@@ -23,13 +23,31 @@ import { webhookBatch } from './figures/webhookBatch';
 import type { Row, Section } from './support';
 import { log } from './support';
 
-const sections: Section[] = [upload, batch, load, wait, concurrentUploads, binaryRepeat, webhookBatch, triggerBurst, s3, triggerBurstCaptions, sharedKey, pollOverlap, crashBurst, burst600];
+const sections: Section[] = [
+	upload,
+	batch,
+	load,
+	wait,
+	concurrentUploads,
+	binaryRepeat,
+	webhookBatch,
+	triggerBurst,
+	s3,
+	triggerBurstCaptions,
+	sharedKey,
+	pollOverlap,
+	crashBurst,
+	burst600,
+];
 
 async function main() {
 	const started = Date.now();
 	const only = (process.env.BENCH_ONLY ?? '').split(',').filter(Boolean);
 	const unknown = only.filter((name) => !sections.some((s) => s.name === name));
-	if (unknown.length) throw new Error(`BENCH_ONLY names no section ${unknown.join(', ')}; sections: ${sections.map((s) => s.name).join(', ')}`);
+	if (unknown.length)
+		throw new Error(
+			`BENCH_ONLY names no section ${unknown.join(', ')}; sections: ${sections.map((s) => s.name).join(', ')}`,
+		);
 	log(`machine: ${cpus().length} cores, Node ${process.version}`);
 	const figures: Record<string, number> = {};
 	const rows: Row[] = [];
@@ -42,9 +60,13 @@ async function main() {
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];
 	const table = [header, ...rows.map((r) => [...r.slice(0, 5), r[5] ? 'yes' : 'NO'] as string[])];
 	const widths = header.map((_, c) => Math.max(...table.map((row) => row[c].length)));
-	const lines = table.map((row) => `| ${row.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`);
+	const lines = table.map(
+		(row) => `| ${row.map((cell, c) => cell.padEnd(widths[c])).join(' | ')} |`,
+	);
 	lines.splice(1, 0, `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
-	process.stdout.write(`\n${lines.join('\n')}\n\nmachine: ${cpus().length} cores, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+	process.stdout.write(
+		`\n${lines.join('\n')}\n\nmachine: ${cpus().length} cores, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s\n`,
+	);
 	if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(figures)}\n`);
 	process.exit(0);
 }

@@ -15,7 +15,8 @@ async function main() {
 	let reported = 0;
 	setInterval(() => {
 		// An entry is finished once its status is set.
-		while (reported < s3.requests.length && s3.requests[reported].status) process.stdout.write(`REQ ${JSON.stringify(s3.requests[reported++])}\n`);
+		while (reported < s3.requests.length && s3.requests[reported].status)
+			process.stdout.write(`REQ ${JSON.stringify(s3.requests[reported++])}\n`);
 	}, 20);
 	process.stdout.write(`READY ${s3.endpoint} ${s3.bucket}\n`);
 }

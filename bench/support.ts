@@ -8,7 +8,8 @@ export const run = promisify(execFile);
 export const root = path.resolve(__dirname, '..');
 export const log = (line: string) => process.stderr.write(`${line}\n`);
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-export const p95 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(0.95 * xs.length) - 1)];
+export const p95 = (xs: number[]) =>
+	[...xs].sort((a, b) => a - b)[Math.max(0, Math.ceil(0.95 * xs.length) - 1)];
 export const round = (x: number, digits = 2) => Number(x.toFixed(digits));
 
 /** One line of the table: figure, measured, reference, ratio, target, met. */
@@ -29,8 +30,22 @@ export interface Section {
 }
 
 /** The sandbox in its own process, so the bench process's memory is the node's alone. */
-export async function sandboxProcess(latencyMs = 0): Promise<{ baseUrl: string; keys: { full: string }; stop: () => void }> {
-	const child = spawn(process.execPath, [path.join(root, 'sandbox/cli.js'), '--port', '0', '--storage-port', '0', '--latency-ms', String(latencyMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function sandboxProcess(
+	latencyMs = 0,
+): Promise<{ baseUrl: string; keys: { full: string }; stop: () => void }> {
+	const child = spawn(
+		process.execPath,
+		[
+			path.join(root, 'sandbox/cli.js'),
+			'--port',
+			'0',
+			'--storage-port',
+			'0',
+			'--latency-ms',
+			String(latencyMs),
+		],
+		{ stdio: ['ignore', 'pipe', 'inherit'] },
+	);
 	let out = '';
 	for await (const chunk of child.stdout) {
 		out += String(chunk);
@@ -42,7 +57,9 @@ export async function sandboxProcess(latencyMs = 0): Promise<{ baseUrl: string; 
 }
 
 /** Samples the process's RSS every 10 ms while `work` runs; the peak growth in MiB. */
-export async function peakRssGrowth<T>(work: () => Promise<T>): Promise<{ result: T; rssGrowthMiB: number }> {
+export async function peakRssGrowth<T>(
+	work: () => Promise<T>,
+): Promise<{ result: T; rssGrowthMiB: number }> {
 	const baseline = process.memoryUsage.rss();
 	let peak = baseline;
 	// rss() alone: the full memoryUsage() walks the heap and would slow what it measures.

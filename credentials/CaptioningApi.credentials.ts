@@ -27,7 +27,8 @@ export class CaptioningApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			required: true,
-			description: 'An API key of your captioning workspace, from the dashboard\'s API keys page. Read-only keys can read jobs, captions and the account; ordering captions and uploading files need a key with full access.',
+			description:
+				"An API key of your captioning workspace, from the dashboard's API keys page. Read-only keys can read jobs, captions and the account; ordering captions and uploading files need a key with full access.",
 		},
 		{
 			displayName: 'Base URL',
@@ -36,7 +37,8 @@ export class CaptioningApi implements ICredentialType {
 			default: '',
 			required: true,
 			placeholder: 'https://api.your-captioning-service.com/v1',
-			description: 'The address of the captioning API as your account\'s documentation gives it, ending in /v1, e.g. https://api.example.com/v1. The API key is sent to this address only.',
+			description:
+				"The address of the captioning API as your account's documentation gives it, ending in /v1, e.g. https://api.example.com/v1. The API key is sent to this address only.",
 		},
 	];
 
@@ -59,14 +61,17 @@ export class CaptioningApi implements ICredentialType {
 	 * 2.41.1 a poll that overlaps another loses that engine when the other ends (CONTRIBUTING,
 	 * "n8n's faults"); a function needs none.
 	 */
-	async authenticate(credentials: ICredentialDataDecryptedObject, requestOptions: IHttpRequestOptions): Promise<IHttpRequestOptions> {
+	async authenticate(
+		credentials: ICredentialDataDecryptedObject,
+		requestOptions: IHttpRequestOptions,
+	): Promise<IHttpRequestOptions> {
 		const baseUrl = baseUrlOf(credentials);
 		// n8n's own requests carry `url` (and `baseURL` for the credential test); the HTTP Request node's carry `uri`.
 		const options = requestOptions as IHttpRequestOptions & { uri?: string };
 		const target = targetOf(options.uri ?? options.url, options.baseURL);
 		if (!target || !underBaseUrl(target, baseUrl)) {
 			throw new Error(
-				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${target ?? 'this request\'s URL'} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
+				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${target ?? "this request's URL"} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
 			);
 		}
 		// No redirect is followed with the key: n8n copies Authorization onto a redirect to another origin
@@ -74,7 +79,10 @@ export class CaptioningApi implements ICredentialType {
 		// disableFollowRedirect what n8n's request helpers honour on 1.x.
 		return {
 			...requestOptions,
-			headers: { ...requestOptions.headers, Authorization: `Bearer ${String(credentials.apiKey ?? '')}` },
+			headers: {
+				...requestOptions.headers,
+				Authorization: `Bearer ${String(credentials.apiKey ?? '')}`,
+			},
 			maxRedirects: 0,
 			disableFollowRedirect: true,
 		};
@@ -97,27 +105,54 @@ export class CaptioningApi implements ICredentialType {
 		rules: [
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'error.code', value: 'invalid_api_key', message: 'The API key is wrong (401): copy it again from the captioning dashboard' },
+				properties: {
+					key: 'error.code',
+					value: 'invalid_api_key',
+					message: 'The API key is wrong (401): copy it again from the captioning dashboard',
+				},
 			},
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'error.code', value: 'api_key_revoked', message: 'The API key has been revoked (401): create a new key in the captioning dashboard' },
+				properties: {
+					key: 'error.code',
+					value: 'api_key_revoked',
+					message:
+						'The API key has been revoked (401): create a new key in the captioning dashboard',
+				},
 			},
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'error.code', value: 'missing_api_key', message: 'No API key was sent (401): enter the API key' },
+				properties: {
+					key: 'error.code',
+					value: 'missing_api_key',
+					message: 'No API key was sent (401): enter the API key',
+				},
 			},
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'error.code', value: 'not_found', message: 'The Base URL does not serve /account (404): check it is the service\'s base URL, ending in /v1' },
+				properties: {
+					key: 'error.code',
+					value: 'not_found',
+					message:
+						"The Base URL does not serve /account (404): check it is the service's base URL, ending in /v1",
+				},
 			},
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'error.code', value: 'insufficient_permissions', message: 'This key may not read the account (403)' },
+				properties: {
+					key: 'error.code',
+					value: 'insufficient_permissions',
+					message: 'This key may not read the account (403)',
+				},
 			},
 			{
 				type: 'responseSuccessBody',
-				properties: { key: 'object', value: undefined, message: 'The Base URL did not answer with the account: check the Base URL (ending in /v1) and the API key' },
+				properties: {
+					key: 'object',
+					value: undefined,
+					message:
+						'The Base URL did not answer with the account: check the Base URL (ending in /v1) and the API key',
+				},
 			},
 		],
 	};
@@ -127,7 +162,9 @@ export class CaptioningApi implements ICredentialType {
 function targetOf(url: string | undefined, baseURL: string | undefined): string | undefined {
 	if (!url) return undefined;
 	try {
-		return baseURL ? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}` : new URL(url).href;
+		return baseURL
+			? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}`
+			: new URL(url).href;
 	} catch {
 		return undefined;
 	}

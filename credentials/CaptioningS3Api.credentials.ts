@@ -24,7 +24,8 @@ export class CaptioningS3Api implements ICredentialType {
 			default: '',
 			required: true,
 			placeholder: 'e.g. AKIAIOSFODNN7EXAMPLE',
-			description: 'Of an IAM user or role that may read the media objects (s3:GetObject is enough)',
+			description:
+				'Of an IAM user or role that may read the media objects (s3:GetObject is enough)',
 		},
 		{
 			displayName: 'Secret Access Key',
@@ -33,7 +34,8 @@ export class CaptioningS3Api implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			required: true,
-			description: 'Never sent anywhere: it signs the object check and the time-limited link the service fetches the media with',
+			description:
+				'Never sent anywhere: it signs the object check and the time-limited link the service fetches the media with',
 		},
 		{
 			displayName: 'Session Token',
@@ -41,7 +43,8 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			typeOptions: { password: true },
 			default: '',
-			description: 'Only for temporary credentials (AWS STS). A link signed with them stops working when they expire, whatever its own expiry.',
+			description:
+				'Only for temporary credentials (AWS STS). A link signed with them stops working when they expire, whatever its own expiry.',
 		},
 		{
 			displayName: 'Region',
@@ -50,7 +53,8 @@ export class CaptioningS3Api implements ICredentialType {
 			default: 'us-east-1',
 			required: true,
 			placeholder: 'e.g. eu-central-1',
-			description: 'The region of the buckets, e.g. eu-central-1. Cloudflare R2: auto. Other S3-compatible stores: the region their documentation names (often us-east-1).',
+			description:
+				'The region of the buckets, e.g. eu-central-1. Cloudflare R2: auto. Other S3-compatible stores: the region their documentation names (often us-east-1).',
 		},
 		{
 			displayName: 'Custom Endpoint',
@@ -58,14 +62,16 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			default: '',
 			placeholder: 'e.g. https://<account-id>.r2.cloudflarestorage.com',
-			description: 'Empty for AWS. For S3-compatible stores (MinIO, Cloudflare R2, Wasabi, Backblaze B2, Ceph): their S3 endpoint URL. The service fetches the media from it, so it must be reachable from the internet.',
+			description:
+				'Empty for AWS. For S3-compatible stores (MinIO, Cloudflare R2, Wasabi, Backblaze B2, Ceph): their S3 endpoint URL. The service fetches the media from it, so it must be reachable from the internet.',
 		},
 		{
 			displayName: 'Force Path Style',
 			name: 'forcePathStyle',
 			type: 'boolean',
 			default: false,
-			description: 'Whether to address objects as endpoint/bucket/key instead of bucket.endpoint/key. MinIO and Ceph usually need it; AWS, R2 and Wasabi do not.',
+			description:
+				'Whether to address objects as endpoint/bucket/key instead of bucket.endpoint/key. MinIO and Ceph usually need it; AWS, R2 and Wasabi do not.',
 		},
 		{
 			displayName: 'Bucket to Test',
@@ -73,7 +79,8 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			default: '',
 			placeholder: 'e.g. my-videos',
-			description: 'Optional. The credential test lists one object of this bucket, which also checks the region. Empty: the test lists your buckets.',
+			description:
+				'Optional. The credential test lists one object of this bucket, which also checks the region. Empty: the test lists your buckets.',
 		},
 	];
 }

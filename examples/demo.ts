@@ -15,24 +15,49 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 async function main() {
 	const real = Boolean(process.env.CAPTIONING_BASE_URL && process.env.CAPTIONING_API_KEY);
-	const sandbox = real ? undefined : await createSandbox({ timing: { queuedMs: 1000, processingMs: 4000 } });
+	const sandbox = real
+		? undefined
+		: await createSandbox({ timing: { queuedMs: 1000, processingMs: 4000 } });
 	const baseUrl = real ? process.env.CAPTIONING_BASE_URL! : sandbox!.baseUrl;
 	const apiKey = real ? process.env.CAPTIONING_API_KEY! : sandbox!.keys.full;
-	say(real ? `Using the captioning service at ${baseUrl}` : `Started the captioning sandbox at ${baseUrl}`);
+	say(
+		real
+			? `Using the captioning service at ${baseUrl}`
+			: `Started the captioning sandbox at ${baseUrl}`,
+	);
 	try {
-		say(`Preparing n8n ${N8N_VERSION} (the first run installs it from npm into ${process.env.N8N_E2E_CACHE ?? '~/.cache/n8n-nodes-captioning'}: about 5 minutes; then seconds)…`);
+		say(
+			`Preparing n8n ${N8N_VERSION} (the first run installs it from npm into ${process.env.N8N_E2E_CACHE ?? '~/.cache/n8n-nodes-captioning'}: about 5 minutes; then seconds)…`,
+		);
 		const install = await installN8n(N8N_VERSION, say);
 		mkdirSync(path.join(out), { recursive: true });
 		const n8n = await createN8n(install, [out]);
-		say(`n8n ${N8N_VERSION} is ready in ${n8n.userFolder} (a fresh user folder, removed when the demo ends), with n8n-nodes-captioning installed`);
+		say(
+			`n8n ${N8N_VERSION} is ready in ${n8n.userFolder} (a fresh user folder, removed when the demo ends), with n8n-nodes-captioning installed`,
+		);
 
-		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: 'captioningSandbox', name: 'Captioning account', type: 'captioningApi', data: { apiKey, baseUrl } }])}`]);
-		const workflow = JSON.parse(readFileSync(path.join(__dirname, 'order-and-wait.json'), 'utf8').replaceAll('/tmp/captioning-demo/captions', out));
+		await n8n.cli([
+			'import:credentials',
+			`--input=${tempJson('credentials.json', [{ id: 'captioningSandbox', name: 'Captioning account', type: 'captioningApi', data: { apiKey, baseUrl } }])}`,
+		]);
+		const workflow = JSON.parse(
+			readFileSync(path.join(__dirname, 'order-and-wait.json'), 'utf8').replaceAll(
+				'/tmp/captioning-demo/captions',
+				out,
+			),
+		);
 		if (real && process.env.CAPTIONING_MEDIA_URL) {
-			workflow.nodes.find((n: { name: string }) => n.name === 'Order Captions and Wait').parameters.mediaUrl = process.env.CAPTIONING_MEDIA_URL;
+			workflow.nodes.find(
+				(n: { name: string }) => n.name === 'Order Captions and Wait',
+			).parameters.mediaUrl = process.env.CAPTIONING_MEDIA_URL;
 		}
-		await n8n.cli(['import:workflow', `--input=${tempJson('order-and-wait.json', { ...workflow, id: 'demoOrderAndWait' })}`]);
-		say('Running the workflow "Captioning: order and wait" (order → wait → get captions → write files)…');
+		await n8n.cli([
+			'import:workflow',
+			`--input=${tempJson('order-and-wait.json', { ...workflow, id: 'demoOrderAndWait' })}`,
+		]);
+		say(
+			'Running the workflow "Captioning: order and wait" (order → wait → get captions → write files)…',
+		);
 		const started = Date.now();
 		await n8n.cli(['execute', '--id=demoOrderAndWait', '--rawOutput']);
 		say(`Done in ${((Date.now() - started) / 1000).toFixed(1)} s.`);
@@ -43,7 +68,13 @@ async function main() {
 		const srt = files.find((f) => f.endsWith('.srt'));
 		if (srt) {
 			say(`\nFirst lines of ${srt}:`);
-			say(readFileSync(path.join(out, srt), 'utf8').split('\n').slice(0, 12).map((l) => `  ${l}`).join('\n'));
+			say(
+				readFileSync(path.join(out, srt), 'utf8')
+					.split('\n')
+					.slice(0, 12)
+					.map((l) => `  ${l}`)
+					.join('\n'),
+			);
 		}
 	} finally {
 		await sandbox?.close();

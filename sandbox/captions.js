@@ -6,7 +6,10 @@ const zlib = require('node:zlib');
 const SCRIPT = [
 	{ sound: 'MUSIC' },
 	{ speaker: 'ALEX', text: 'Um, welcome back to the show. I-I am Alex from Globex Corporation.' },
-	{ speaker: 'MARIA', text: 'Thanks Alex. Today Maria Lopez talks about kubernetes, uh, at scale.' },
+	{
+		speaker: 'MARIA',
+		text: 'Thanks Alex. Today Maria Lopez talks about kubernetes, uh, at scale.',
+	},
 	{ sound: 'LAUGHTER' },
 	{ speaker: 'ALEX', text: 'That damn cluster went down again last week.' },
 	{ speaker: 'MARIA', text: 'Reach me at maria@example.com or 555-0142 for the slides.' },
@@ -33,7 +36,9 @@ function redact(text, options) {
 			custom_string: r.custom_replacement,
 		})[r.replacement];
 	if (r.pii) {
-		text = text.replace(/[\w.+-]+@[\w-]+\.[\w.]+/g, replace('EMAIL')).replace(/\b\d{3}-\d{4}\b/g, replace('PHONE'));
+		text = text
+			.replace(/[\w.+-]+@[\w-]+\.[\w.]+/g, replace('EMAIL'))
+			.replace(/\b\d{3}-\d{4}\b/g, replace('PHONE'));
 	}
 	if (r.names) text = text.replace(/\bMaria Lopez\b|\bAlex\b/g, replace('NAME'));
 	if (r.organizations) text = text.replace(/\bGlobex Corporation\b/g, replace('ORGANIZATION'));
@@ -48,12 +53,18 @@ function cueText(line, options) {
 	if (options.style === 'clean') {
 		text = text.replace(/\b(Um|uh),\s*/gi, '').replace(/\b(\w+)-\1\b/g, '$1');
 	}
-	text = text.replace(/\bdamn\b/g, { as_spoken: 'damn', mask: 'd***', label: '[expletive]', omit: '' }[options.profanity]);
+	text = text.replace(
+		/\bdamn\b/g,
+		{ as_spoken: 'damn', mask: 'd***', label: '[expletive]', omit: '' }[options.profanity],
+	);
 	for (const term of options.glossary) {
 		text = text.replace(new RegExp(`\\b${escapeRegExp(term)}\\b`, 'gi'), term);
 	}
 	text = redact(text, options);
-	text = text.replace(/\s{2,}/g, ' ').replace(/\s+([.,])/g, '$1').trim();
+	text = text
+		.replace(/\s{2,}/g, ' ')
+		.replace(/\s+([.,])/g, '$1')
+		.trim();
 	return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
@@ -90,13 +101,19 @@ function labelled(cue, options) {
 
 function srt(job) {
 	return cues(job)
-		.map((c, i) => `${i + 1}\n${timestamp(c.start, ',')} --> ${timestamp(c.end, ',')}\n${labelled(c, job.options)}\n`)
+		.map(
+			(c, i) =>
+				`${i + 1}\n${timestamp(c.start, ',')} --> ${timestamp(c.end, ',')}\n${labelled(c, job.options)}\n`,
+		)
 		.join('\n');
 }
 
 function vtt(job) {
 	const body = cues(job)
-		.map((c) => `${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${labelled(c, job.options)}\n`)
+		.map(
+			(c) =>
+				`${timestamp(c.start, '.')} --> ${timestamp(c.end, '.')}\n${labelled(c, job.options)}\n`,
+		)
 		.join('\n');
 	return `WEBVTT\n\n${body}`;
 }
@@ -105,7 +122,10 @@ function vtt(job) {
 function paragraphs(job) {
 	const out = [];
 	for (const c of cues(job)) {
-		const heading = c.speaker && job.options.speaker_labels ? c.speaker[0] + c.speaker.slice(1).toLowerCase() : null;
+		const heading =
+			c.speaker && job.options.speaker_labels
+				? c.speaker[0] + c.speaker.slice(1).toLowerCase()
+				: null;
 		const last = out[out.length - 1];
 		if (last && last.heading === heading && heading) last.text += ` ${c.text}`;
 		else out.push({ heading, text: c.text });
@@ -124,7 +144,12 @@ function json(job) {
 		{
 			job_id: job.id,
 			language: job.language,
-			segments: cues(job).map((c) => ({ start: c.start, end: c.end, speaker: c.speaker, text: c.text })),
+			segments: cues(job).map((c) => ({
+				start: c.start,
+				end: c.end,
+				speaker: c.speaker,
+				text: c.text,
+			})),
 		},
 		null,
 		2,

@@ -13,7 +13,10 @@ async function main() {
 		port: Number(arg('port', 4010)),
 		storagePort: Number(arg('storage-port', 4011)),
 		host: arg('host', '127.0.0.1'),
-		timing: { queuedMs: Number(arg('queued-ms', 2000)), processingMs: Number(arg('processing-ms', 8000)) },
+		timing: {
+			queuedMs: Number(arg('queued-ms', 2000)),
+			processingMs: Number(arg('processing-ms', 8000)),
+		},
 		// Lets n8n's self-signed HTTPS webhook receive events on a developer machine.
 		webhook: { rejectUnauthorized: arg('webhook-tls-verify', 'true') !== 'false' },
 	});

@@ -10,7 +10,11 @@ function controlOf(ctx, servers) {
 		keys: ctx.keyNames,
 		ledger: ctx.ledger,
 		limits: ctx.limits,
-		workspaces: [...ctx.workspaces.values()].map((w) => ({ id: w.id, name: w.name, billing: w.billing.mode })),
+		workspaces: [...ctx.workspaces.values()].map((w) => ({
+			id: w.id,
+			name: w.name,
+			billing: w.billing.mode,
+		})),
 		injectFault: ctx.faults.injectFault,
 		setRandomFaults: ctx.faults.setRandomFaults,
 		clearFaults: ctx.faults.clearFaults,
@@ -47,7 +51,8 @@ function controlOf(ctx, servers) {
 		startJob: ctx.jobs.startJob,
 		/** The job as the API shows it, whatever the workspace. */
 		job: (id) => ctx.jobs.publicJob(ctx.jobs.findJob(id).job),
-		balance: (workspaceIndex = 0) => dollars([...ctx.workspaces.values()][workspaceIndex].billing.balanceCents),
+		balance: (workspaceIndex = 0) =>
+			dollars([...ctx.workspaces.values()][workspaceIndex].billing.balanceCents),
 		/** Resolves when every webhook delivery and media fetch under way, and every retry scheduled, has ended. */
 		settleDeliveries: ctx.deliveries.settle,
 		resetLedger() {

@@ -17,7 +17,12 @@ function isLoopback(url) {
 
 function createDeliveries(ctx) {
 	const { ledger, later } = ctx;
-	const webhook = { attempts: 3, duplicate: false, rejectUnauthorized: true, ...ctx.options.webhook };
+	const webhook = {
+		attempts: 3,
+		duplicate: false,
+		rejectUnauthorized: true,
+		...ctx.options.webhook,
+	};
 	const agent = new Agent({
 		connect: { rejectUnauthorized: webhook.rejectUnauthorized, ca: webhook.ca },
 		keepAliveTimeout: 1000,
@@ -27,13 +32,25 @@ function createDeliveries(ctx) {
 
 	/** POSTs an event, retrying non-2xx and network failures; redirects are not followed. */
 	function deliver(url, event, attempt = 1) {
-		const record = { eventId: event.id, type: event.type, jobId: event.data.id, url, attempt, status: null, error: null, at: Date.now() };
+		const record = {
+			eventId: event.id,
+			type: event.type,
+			jobId: event.data.id,
+			url,
+			attempt,
+			status: null,
+			error: null,
+			at: Date.now(),
+		};
 		ledger.deliveries.push(record);
 		const body = JSON.stringify(event);
 		const p = undiciRequest(url, {
 			method: 'POST',
 			body,
-			headers: { 'content-type': 'application/json', 'user-agent': 'captioning-sandbox-webhooks/1' },
+			headers: {
+				'content-type': 'application/json',
+				'user-agent': 'captioning-sandbox-webhooks/1',
+			},
 			dispatcher: agent,
 			headersTimeout: 10000,
 			bodyTimeout: 10000,
@@ -68,7 +85,13 @@ function createDeliveries(ctx) {
 		emit(job, type) {
 			const url = job.view.options.webhook_url;
 			if (!url) return;
-			const event = { id: randomId('evt_'), object: 'event', type, created_at: new Date().toISOString(), data: ctx.jobs.publicJob(job) };
+			const event = {
+				id: randomId('evt_'),
+				object: 'event',
+				type,
+				created_at: new Date().toISOString(),
+				data: ctx.jobs.publicJob(job),
+			};
 			deliver(url, event);
 			if (webhook.duplicate) deliver(url, event);
 		},
@@ -83,15 +106,32 @@ function createDeliveries(ctx) {
 		fetchMediaIfLocal(job) {
 			const url = job.view.media.url;
 			if (!isLoopback(url)) return;
-			const record = { jobId: job.view.id, url: url.split('?')[0], status: null, bytes: 0, size: null, error: null, at: Date.now() };
+			const record = {
+				jobId: job.view.id,
+				url: url.split('?')[0],
+				status: null,
+				bytes: 0,
+				size: null,
+				error: null,
+				at: Date.now(),
+			};
 			ledger.mediaFetches.push(record);
-			const p = undiciRequest(url, { method: 'GET', headers: { range: 'bytes=0-1023' }, dispatcher: agent, headersTimeout: 10000, bodyTimeout: 10000 })
+			const p = undiciRequest(url, {
+				method: 'GET',
+				headers: { range: 'bytes=0-1023' },
+				dispatcher: agent,
+				headersTimeout: 10000,
+				bodyTimeout: 10000,
+			})
 				.then(async (res) => {
 					record.status = res.statusCode;
 					const range = /\/(\d+)$/.exec(String(res.headers['content-range'] ?? ''));
-					record.size = range ? Number(range[1]) : Number(res.headers['content-length'] ?? NaN) || null;
+					record.size = range
+						? Number(range[1])
+						: Number(res.headers['content-length'] ?? NaN) || null;
 					record.bytes = (await res.body.arrayBuffer()).byteLength;
-					if (res.statusCode !== 200 && res.statusCode !== 206) job.plannedCancellation = 'media_unavailable';
+					if (res.statusCode !== 200 && res.statusCode !== 206)
+						job.plannedCancellation = 'media_unavailable';
 				})
 				.catch((err) => {
 					record.error = err.code ?? err.message;

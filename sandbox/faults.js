@@ -50,7 +50,9 @@ function createFaults(ctx) {
 				throw new ApiError(
 					429,
 					'rate_limited',
-					write ? 'The write limit of this workspace was exceeded.' : 'The read limit of this API key was exceeded.',
+					write
+						? 'The write limit of this workspace was exceeded.'
+						: 'The read limit of this API key was exceeded.',
 					'',
 					{ 'retry-after': String(retryAfter) },
 				);
@@ -71,7 +73,11 @@ function createFaults(ctx) {
 				if (f.times === 0) faults.splice(i, 1);
 				return f;
 			}
-			if (randomFaults && (!randomFaults.match || randomFaults.match === route) && rng() < randomFaults.rate) {
+			if (
+				randomFaults &&
+				(!randomFaults.match || randomFaults.match === route) &&
+				rng() < randomFaults.rate
+			) {
 				return { ...randomFaults.kinds[Math.floor(rng() * randomFaults.kinds.length)] };
 			}
 			return null;
@@ -86,9 +92,20 @@ function createFaults(ctx) {
 				res.writeHead(fault.status ?? 302, { location: fault.location }).end();
 				return;
 			}
-			const headers = fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
-			const code = fault.code ?? (fault.status === 503 ? 'temporarily_unavailable' : fault.status === 429 ? 'rate_limited' : 'internal_error');
-			const message = fault.message ?? (fault.status === 503 ? 'Job submission is busy; retry after 5 seconds.' : 'Injected fault.');
+			const headers =
+				fault.retryAfter === undefined ? {} : { 'retry-after': String(fault.retryAfter) };
+			const code =
+				fault.code ??
+				(fault.status === 503
+					? 'temporarily_unavailable'
+					: fault.status === 429
+						? 'rate_limited'
+						: 'internal_error');
+			const message =
+				fault.message ??
+				(fault.status === 503
+					? 'Job submission is busy; retry after 5 seconds.'
+					: 'Injected fault.');
 			sendError(res, new ApiError(fault.status, code, message, fault.param ?? ''), headers);
 		},
 

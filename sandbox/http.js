@@ -23,7 +23,12 @@ function send(res, status, body, headers = {}) {
 }
 
 function sendError(res, err, headers = {}) {
-	send(res, err.status, { error: { code: err.code, message: err.message, param: err.param ?? '' } }, { ...headers, ...err.headers });
+	send(
+		res,
+		err.status,
+		{ error: { code: err.code, message: err.message, param: err.param ?? '' } },
+		{ ...headers, ...err.headers },
+	);
 }
 
 async function readJson(req, { optional }) {
@@ -48,7 +53,12 @@ async function readJson(req, { optional }) {
 	}
 	const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
 	if (type !== 'application/json') {
-		throw new ApiError(415, 'unsupported_content_type', 'Send the body as application/json.', 'Content-Type');
+		throw new ApiError(
+			415,
+			'unsupported_content_type',
+			'Send the body as application/json.',
+			'Content-Type',
+		);
 	}
 	try {
 		return JSON.parse(Buffer.concat(chunks).toString('utf8'));

@@ -32,7 +32,8 @@ function costCents(ws, seconds, options) {
 	const minutes = Math.max(1, Math.ceil(seconds / 60));
 	const r = options.redactions;
 	const redacting = r.pii || r.names || r.organizations || r.terms.length > 0;
-	const perMinute = cents(ws.billing.rate_per_minute) + (options.atmospherics ? 5 : 0) + (redacting ? 10 : 0);
+	const perMinute =
+		cents(ws.billing.rate_per_minute) + (options.atmospherics ? 5 : 0) + (redacting ? 10 : 0);
 	return minutes * perMinute;
 }
 
@@ -95,7 +96,11 @@ function createJobs(ctx) {
 			eta: ctx.timing ? new Date(Date.now() + ctx.timing.processingMs).toISOString() : null,
 		});
 		if (ctx.timing) {
-			later(ctx.timing.processingMs, () => (job.plannedCancellation ? cancelJob(job.view.id, job.plannedCancellation) : completeJob(job.view.id)));
+			later(ctx.timing.processingMs, () =>
+				job.plannedCancellation
+					? cancelJob(job.view.id, job.plannedCancellation)
+					: completeJob(job.view.id),
+			);
 		}
 	}
 
@@ -152,22 +157,53 @@ function createJobs(ctx) {
 		let media;
 		let cancellation;
 		if (body.media_url !== undefined) {
-			media = { type: 'url', url: body.media_url, upload_id: null, duration_seconds: mediaSeconds(body.media_url) };
+			media = {
+				type: 'url',
+				url: body.media_url,
+				upload_id: null,
+				duration_seconds: mediaSeconds(body.media_url),
+			};
 			cancellation = plannedCancellation(body.media_url);
 		} else {
 			const upload = ws.uploads.get(body.upload_id);
-			if (!upload) throw new ApiError(404, 'not_found', 'No upload with this id exists in this workspace.', 'upload_id');
-			if (!upload.complete) throw new ApiError(400, 'upload_incomplete', 'The file of this upload has not been received yet; PUT it to upload_url first.', 'upload_id');
-			media = { type: 'upload', url: null, upload_id: upload.id, duration_seconds: Math.max(1, Math.round(upload.receivedBytes / 1e6)) };
+			if (!upload)
+				throw new ApiError(
+					404,
+					'not_found',
+					'No upload with this id exists in this workspace.',
+					'upload_id',
+				);
+			if (!upload.complete)
+				throw new ApiError(
+					400,
+					'upload_incomplete',
+					'The file of this upload has not been received yet; PUT it to upload_url first.',
+					'upload_id',
+				);
+			media = {
+				type: 'upload',
+				url: null,
+				upload_id: upload.id,
+				duration_seconds: Math.max(1, Math.round(upload.receivedBytes / 1e6)),
+			};
 			cancellation = plannedCancellation(upload.filename);
 		}
 		if (!(media.duration_seconds <= ctx.limits.mediaSecondsMax)) {
-			throw new ApiError(422, 'media_too_long', `The media is longer than the workspace limit of ${ctx.limits.mediaSecondsMax / 3600} hours.`, body.media_url !== undefined ? 'media_url' : 'upload_id');
+			throw new ApiError(
+				422,
+				'media_too_long',
+				`The media is longer than the workspace limit of ${ctx.limits.mediaSecondsMax / 3600} hours.`,
+				body.media_url !== undefined ? 'media_url' : 'upload_id',
+			);
 		}
 		const options = jobOptions(body);
 		const amount = costCents(ws, media.duration_seconds, options);
 		if (ws.billing.balanceCents !== null && ws.billing.balanceCents < amount) {
-			throw new ApiError(402, 'insufficient_funds', `This order costs ${dollars(amount)} USD and the prepaid balance is ${dollars(ws.billing.balanceCents)} USD.`);
+			throw new ApiError(
+				402,
+				'insufficient_funds',
+				`This order costs ${dollars(amount)} USD and the prepaid balance is ${dollars(ws.billing.balanceCents)} USD.`,
+			);
 		}
 		if (ws.billing.balanceCents !== null) ws.billing.balanceCents -= amount;
 		const id = crypto.randomUUID();
@@ -218,7 +254,12 @@ function createJobs(ctx) {
 					progress: 100,
 					eta: null,
 					title: `Old job ${n}`,
-					media: { type: 'url', url: `https://media.example.com/old/${n}.mp4`, upload_id: null, duration_seconds: 60 },
+					media: {
+						type: 'url',
+						url: `https://media.example.com/old/${n}.mp4`,
+						upload_id: null,
+						duration_seconds: 60,
+					},
 					language: 'en',
 					options: jobOptions({}),
 					cost: { amount: '0.30', currency: 'usd' },

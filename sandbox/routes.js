@@ -6,24 +6,42 @@ const crypto = require('node:crypto');
 const { ApiError, send, sendError, readJson } = require('./http');
 const { render, FORMATS, CONTENT_TYPES } = require('./captions');
 const { canonical, dollars, randomId } = require('./state');
-const { validateCreateJob, validateCreateUpload, validateIdempotencyKey, UUID } = require('./validate');
+const {
+	validateCreateJob,
+	validateCreateUpload,
+	validateIdempotencyKey,
+	UUID,
+} = require('./validate');
 
 const MAX_UPLOAD_BYTES = 5242880000;
 
 function requireFull(key) {
 	if (key.access !== 'full') {
-		throw new ApiError(403, 'insufficient_permissions', 'This API key is read-only; uploading and ordering need a key with full access.');
+		throw new ApiError(
+			403,
+			'insufficient_permissions',
+			'This API key is read-only; uploading and ordering need a key with full access.',
+		);
 	}
 }
 
 /** The caption file of a completed job, recorded in the ledger as downloaded. */
 function sendCaptions(res, job, format, record) {
 	if (!FORMATS.includes(format) || job.view.status !== 'completed') {
-		throw new ApiError(404, 'not_found', 'No captions of this format exist for this job.', 'format');
+		throw new ApiError(
+			404,
+			'not_found',
+			'No captions of this format exist for this job.',
+			'format',
+		);
 	}
 	const data = render(job.view, format);
 	record.bytes = data.length;
-	res.writeHead(200, { 'content-type': CONTENT_TYPES[format], 'content-length': data.length, 'cache-control': 'no-store' });
+	res.writeHead(200, {
+		'content-type': CONTENT_TYPES[format],
+		'content-length': data.length,
+		'cache-control': 'no-store',
+	});
 	res.end(data);
 }
 
@@ -32,7 +50,8 @@ function routeOf(method, p) {
 	if (method === 'POST' && p === '/uploads') return 'POST /uploads';
 	if (method === 'GET' && p === '/jobs') return 'GET /jobs';
 	if (method === 'GET' && p === '/account') return 'GET /account';
-	if (method === 'GET' && /^\/jobs\/[^/]+\/captions\.[a-z]+$/.test(p)) return 'GET /jobs/{id}/captions';
+	if (method === 'GET' && /^\/jobs\/[^/]+\/captions\.[a-z]+$/.test(p))
+		return 'GET /jobs/{id}/captions';
 	if (method === 'GET' && /^\/jobs\/[^/]+$/.test(p)) return 'GET /jobs/{id}';
 	return undefined;
 }
@@ -47,7 +66,8 @@ function createRoutes(ctx) {
 		const body = await readJson(req, { optional: false });
 		requestRecord.body = body;
 		const keyError = validateIdempotencyKey(idempotencyKey);
-		if (keyError) throw new ApiError(keyError.status, keyError.code, keyError.message, keyError.param);
+		if (keyError)
+			throw new ApiError(keyError.status, keyError.code, keyError.message, keyError.param);
 		const problem = validateCreateJob(body, ctx.limits);
 		if (problem) throw new ApiError(problem.status, problem.code, problem.message, problem.param);
 		const fingerprint = canonical(body);
@@ -55,13 +75,23 @@ function createRoutes(ctx) {
 			const prior = ws.idempotency.get(idempotencyKey);
 			if (prior) {
 				if (prior.fingerprint !== fingerprint) {
-					throw new ApiError(409, 'idempotency_conflict', 'This Idempotency-Key was used with a different request body.', 'Idempotency-Key');
+					throw new ApiError(
+						409,
+						'idempotency_conflict',
+						'This Idempotency-Key was used with a different request body.',
+						'Idempotency-Key',
+					);
 				}
-				return { status: 200, body: ctx.jobs.publicJob(ws.jobs.get(prior.jobId)), headers: { 'idempotent-replayed': 'true' } };
+				return {
+					status: 200,
+					body: ctx.jobs.publicJob(ws.jobs.get(prior.jobId)),
+					headers: { 'idempotent-replayed': 'true' },
+				};
 			}
 		}
 		const job = ctx.jobs.placeOrder(ws, body, idempotencyKey);
-		if (idempotencyKey !== undefined) ws.idempotency.set(idempotencyKey, { fingerprint, jobId: job.view.id });
+		if (idempotencyKey !== undefined)
+			ws.idempotency.set(idempotencyKey, { fingerprint, jobId: job.view.id });
 		return { status: 201, body: ctx.jobs.publicJob(job) };
 	}
 
@@ -105,31 +135,56 @@ function createRoutes(ctx) {
 
 	function getJob(key, id) {
 		const job = UUID.test(id) ? key.workspace.jobs.get(id) : undefined;
-		if (!job) throw new ApiError(404, 'not_found', 'No job with this id exists in this workspace.', 'id');
+		if (!job)
+			throw new ApiError(404, 'not_found', 'No job with this id exists in this workspace.', 'id');
 		return job;
 	}
 
 	function listJobs(key, query) {
 		const limit = query.has('limit') ? Number(query.get('limit')) : 10;
 		if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
-			throw new ApiError(400, 'invalid_parameter', 'limit must be an integer from 1 to 100.', 'limit');
+			throw new ApiError(
+				400,
+				'invalid_parameter',
+				'limit must be an integer from 1 to 100.',
+				'limit',
+			);
 		}
 		const status = query.get('status');
 		if (status !== null && !['queued', 'processing', 'completed', 'cancelled'].includes(status)) {
-			throw new ApiError(400, 'invalid_parameter', 'status must be one of: queued, processing, completed, cancelled.', 'status');
+			throw new ApiError(
+				400,
+				'invalid_parameter',
+				'status must be one of: queued, processing, completed, cancelled.',
+				'status',
+			);
 		}
 		// Newest first. The interface does not order jobs created at the same instant: the newest
 		// order first, or (while tests fix the creation time) by id.
 		let jobs = [...key.workspace.jobs.values()].reverse();
-		if (ctx.creationTime) jobs.sort((a, b) => b.view.created_at.localeCompare(a.view.created_at) || b.view.id.localeCompare(a.view.id));
+		if (ctx.creationTime)
+			jobs.sort(
+				(a, b) =>
+					b.view.created_at.localeCompare(a.view.created_at) || b.view.id.localeCompare(a.view.id),
+			);
 		const after = query.get('starting_after');
 		if (after !== null) {
 			const i = jobs.findIndex((j) => j.view.id === after);
-			if (i < 0) throw new ApiError(400, 'invalid_parameter', 'starting_after must be the id of a job in this workspace.', 'starting_after');
+			if (i < 0)
+				throw new ApiError(
+					400,
+					'invalid_parameter',
+					'starting_after must be the id of a job in this workspace.',
+					'starting_after',
+				);
 			jobs = jobs.slice(i + 1);
 		}
 		if (status !== null) jobs = jobs.filter((j) => j.view.status === status);
-		return { object: 'list', data: jobs.slice(0, limit).map(ctx.jobs.publicJob), has_more: jobs.length > limit };
+		return {
+			object: 'list',
+			data: jobs.slice(0, limit).map(ctx.jobs.publicJob),
+			has_more: jobs.length > limit,
+		};
 	}
 
 	function account(key) {
@@ -166,7 +221,8 @@ function createRoutes(ctx) {
 		const headers = { 'request-id': requestId };
 		res.on('finish', () => (record.status = res.statusCode));
 		try {
-			if (!url.pathname.startsWith('/v1/')) throw new ApiError(404, 'not_found', 'Unknown path; the base URL ends in /v1.');
+			if (!url.pathname.startsWith('/v1/'))
+				throw new ApiError(404, 'not_found', 'Unknown path; the base URL ends in /v1.');
 			const p = record.path;
 			const route = routeOf(req.method, p);
 			if (!route) throw new ApiError(404, 'not_found', `No endpoint ${req.method} ${p}.`);
@@ -185,12 +241,20 @@ function createRoutes(ctx) {
 			let result;
 			if (route === 'POST /jobs') result = await createJob(req, key, record);
 			else if (route === 'POST /uploads') result = await createUpload(req, key, record);
-			else if (route === 'GET /jobs') result = { status: 200, body: listJobs(key, url.searchParams) };
+			else if (route === 'GET /jobs')
+				result = { status: 200, body: listJobs(key, url.searchParams) };
 			else if (route === 'GET /account') result = { status: 200, body: account(key) };
-			else if (route === 'GET /jobs/{id}') result = { status: 200, body: ctx.jobs.publicJob(getJob(key, p.split('/')[2])) };
+			else if (route === 'GET /jobs/{id}')
+				result = { status: 200, body: ctx.jobs.publicJob(getJob(key, p.split('/')[2])) };
 			else {
 				const [, , id, file] = p.split('/');
-				const capture = { origin: 'api', jobId: id, format: file.split('.')[1], authorization: true, at: Date.now() };
+				const capture = {
+					origin: 'api',
+					jobId: id,
+					format: file.split('.')[1],
+					authorization: true,
+					at: Date.now(),
+				};
 				ledger.captionDownloads.push(capture);
 				return sendCaptions(res, getJob(key, id), capture.format, capture);
 			}

@@ -52,7 +52,9 @@ async function createSandbox(options = {}) {
 	}
 
 	const apiServer = http.createServer((req, res) => void underWay(res).then(() => api(req, res)));
-	const storageServer = http.createServer((req, res) => void underWay(res).then(() => storage(req, res)));
+	const storageServer = http.createServer(
+		(req, res) => void underWay(res).then(() => storage(req, res)),
+	);
 	apiServer.requestTimeout = 0;
 	storageServer.requestTimeout = 0;
 	const listen = (server, port) =>
@@ -69,7 +71,10 @@ async function createSandbox(options = {}) {
 		async close() {
 			apiServer.closeAllConnections();
 			storageServer.closeAllConnections();
-			await Promise.all([new Promise((r) => apiServer.close(r)), new Promise((r) => storageServer.close(r))]);
+			await Promise.all([
+				new Promise((r) => apiServer.close(r)),
+				new Promise((r) => storageServer.close(r)),
+			]);
 		},
 	});
 }

@@ -29,20 +29,29 @@ function defaultWorkspaces() {
 			keys: [
 				{ name: 'full', access: 'full', secret: 'sk_sandbox_full_7f3a9c2e5b8d1f4a' },
 				{ name: 'readOnly', access: 'read_only', secret: 'sk_sandbox_read_2c6e9a1f4b7d3e8c' },
-				{ name: 'revoked', access: 'full', secret: 'sk_sandbox_revoked_9d1b4e7a2f5c8e3b', revoked: true },
+				{
+					name: 'revoked',
+					access: 'full',
+					secret: 'sk_sandbox_revoked_9d1b4e7a2f5c8e3b',
+					revoked: true,
+				},
 			],
 		},
 		{
 			id: '8c2d4e6f-1a3b-4c5d-8e7f-9a0b1c2d3e02',
 			name: 'Other Workspace',
 			billing: { mode: 'invoiced', balance: null, rate_per_minute: '0.25' },
-			keys: [{ name: 'otherWorkspace', access: 'full', secret: 'sk_sandbox_other_4a8c2e6b1d9f3a7e' }],
+			keys: [
+				{ name: 'otherWorkspace', access: 'full', secret: 'sk_sandbox_other_4a8c2e6b1d9f3a7e' },
+			],
 		},
 		{
 			id: '3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a603',
 			name: 'Empty Wallet',
 			billing: { mode: 'prepaid', balance: '0.00', rate_per_minute: '0.25' },
-			keys: [{ name: 'noBalance', access: 'full', secret: 'sk_sandbox_nobalance_6e1a5c9f3b7d2e4a' }],
+			keys: [
+				{ name: 'noBalance', access: 'full', secret: 'sk_sandbox_nobalance_6e1a5c9f3b7d2e4a' },
+			],
 		},
 	];
 }
@@ -56,7 +65,10 @@ function createState(options) {
 	for (const ws of options.workspaces ?? defaultWorkspaces()) {
 		const state = {
 			...ws,
-			billing: { ...ws.billing, balanceCents: ws.billing.balance === null ? null : cents(ws.billing.balance) },
+			billing: {
+				...ws.billing,
+				balanceCents: ws.billing.balance === null ? null : cents(ws.billing.balance),
+			},
 			jobs: new Map(),
 			uploads: new Map(),
 			idempotency: new Map(),
@@ -64,7 +76,12 @@ function createState(options) {
 		};
 		workspaces.set(ws.id, state);
 		for (const k of ws.keys) {
-			const key = { ...k, id: crypto.randomUUID(), workspace: state, readLimiter: new RateLimiter(options.rateLimits?.readPerSecond ?? Infinity) };
+			const key = {
+				...k,
+				id: crypto.randomUUID(),
+				workspace: state,
+				readLimiter: new RateLimiter(options.rateLimits?.readPerSecond ?? Infinity),
+			};
 			keys.set(k.secret, key);
 			keyNames[k.name] = k.secret;
 		}
@@ -80,7 +97,17 @@ function createState(options) {
 		workspaces,
 		keys,
 		keyNames,
-		ledger: { requests: [], jobs: [], charges: [], refunds: [], uploads: [], deliveries: [], captionDownloads: [], storageRequests: [], mediaFetches: [] },
+		ledger: {
+			requests: [],
+			jobs: [],
+			charges: [],
+			refunds: [],
+			uploads: [],
+			deliveries: [],
+			captionDownloads: [],
+			storageRequests: [],
+			mediaFetches: [],
+		},
 		timers,
 		/** Runs fn after ms, unless the sandbox closes first. */
 		later(ms, fn) {
@@ -90,12 +117,18 @@ function createState(options) {
 			}, ms);
 			timers.add(t);
 		},
-		sign: (text) => crypto.createHmac('sha256', signingSecret).update(text).digest('hex').slice(0, 32),
+		sign: (text) =>
+			crypto.createHmac('sha256', signingSecret).update(text).digest('hex').slice(0, 32),
 		/** The key a request carries (401 without a valid one). */
 		authenticate(req) {
 			const header = req.headers.authorization ?? '';
 			const m = /^Bearer (.+)$/.exec(header);
-			if (!m) throw new ApiError(401, 'missing_api_key', 'Send your API key as Authorization: Bearer <API_KEY>.');
+			if (!m)
+				throw new ApiError(
+					401,
+					'missing_api_key',
+					'Send your API key as Authorization: Bearer <API_KEY>.',
+				);
 			const key = keys.get(m[1]);
 			if (!key) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid.');
 			if (key.revoked) throw new ApiError(401, 'api_key_revoked', 'The API key has been revoked.');

@@ -17,7 +17,8 @@ function createStorage(ctx) {
 	async function putUpload(req, res, url, id, deny) {
 		const upload = [...workspaces.values()].map((w) => w.uploads.get(id)).find(Boolean);
 		const expires = Number(url.searchParams.get('expires'));
-		if (!upload || url.searchParams.get('sig') !== ctx.sign(`upload:${id}:${expires}`)) return deny(403, 'signature_mismatch', 'The upload URL is not valid.');
+		if (!upload || url.searchParams.get('sig') !== ctx.sign(`upload:${id}:${expires}`))
+			return deny(403, 'signature_mismatch', 'The upload URL is not valid.');
 		upload.puts += 1;
 		const fault = ctx.faults.takeFault('PUT /uploads');
 		if (fault && fault.kind === 'redirect') {
@@ -31,13 +32,20 @@ function createStorage(ctx) {
 		}
 		if (req.headers.authorization !== undefined) {
 			upload.authorizationSeen = true;
-			return deny(400, 'invalid_argument', 'Only one auth mechanism allowed: the URL is presigned, send no Authorization header.');
+			return deny(
+				400,
+				'invalid_argument',
+				'Only one auth mechanism allowed: the URL is presigned, send no Authorization header.',
+			);
 		}
-		if (Date.now() > expires) return deny(403, 'request_expired', 'The upload URL has expired; create a new upload.');
+		if (Date.now() > expires)
+			return deny(403, 'request_expired', 'The upload URL has expired; create a new upload.');
 		const length = req.headers['content-length'];
-		if (length === undefined) return deny(411, 'missing_content_length', 'Send a Content-Length header.');
+		if (length === undefined)
+			return deny(411, 'missing_content_length', 'Send a Content-Length header.');
 		upload.contentLengthSent = Number(length);
-		if (Number(length) > MAX_UPLOAD_BYTES) return deny(413, 'entity_too_large', 'The file exceeds 5242880000 bytes.');
+		if (Number(length) > MAX_UPLOAD_BYTES)
+			return deny(413, 'entity_too_large', 'The file exceeds 5242880000 bytes.');
 		const hash = crypto.createHash('sha256');
 		let received = 0;
 		const count = async function* (source) {
@@ -47,7 +55,9 @@ function createStorage(ctx) {
 				yield chunk;
 			}
 		};
-		const sink = ctx.options.uploadDir ? fs.createWriteStream(path.join(ctx.options.uploadDir, upload.id)) : new Writable({ write: (_chunk, _enc, cb) => cb() });
+		const sink = ctx.options.uploadDir
+			? fs.createWriteStream(path.join(ctx.options.uploadDir, upload.id))
+			: new Writable({ write: (_chunk, _enc, cb) => cb() });
 		try {
 			await pipeline(req, count, sink);
 		} catch {
@@ -64,7 +74,13 @@ function createStorage(ctx) {
 	/** Handles a request at the storage origin. */
 	return async function storage(req, res) {
 		const url = new URL(req.url, ctx.storageOrigin);
-		const record = { method: req.method, path: url.pathname, authorization: req.headers.authorization !== undefined, status: null, at: Date.now() };
+		const record = {
+			method: req.method,
+			path: url.pathname,
+			authorization: req.headers.authorization !== undefined,
+			status: null,
+			at: Date.now(),
+		};
 		ledger.storageRequests.push(record);
 		res.on('finish', () => (record.status = res.statusCode));
 		const deny = (status, code, message) => {
@@ -75,10 +91,17 @@ function createStorage(ctx) {
 		if (req.method === 'PUT' && m) return await putUpload(req, res, url, m[1], deny);
 		const c = /^\/captions\/([0-9a-f-]+)\/([0-9a-f-]+)\.([a-z]+)$/.exec(url.pathname);
 		if (req.method === 'GET' && c) {
-			const capture = { origin: 'storage', jobId: c[2], format: c[3], authorization: record.authorization, at: Date.now() };
+			const capture = {
+				origin: 'storage',
+				jobId: c[2],
+				format: c[3],
+				authorization: record.authorization,
+				at: Date.now(),
+			};
 			ledger.captionDownloads.push(capture);
 			const job = workspaces.get(c[1])?.jobs.get(c[2]);
-			if (!job || url.searchParams.get('sig') !== ctx.sign(`captions:${c[1]}:${c[2]}`)) return deny(403, 'signature_mismatch', 'The captions link is not valid.');
+			if (!job || url.searchParams.get('sig') !== ctx.sign(`captions:${c[1]}:${c[2]}`))
+				return deny(403, 'signature_mismatch', 'The captions link is not valid.');
 			try {
 				return sendCaptions(res, job, c[3], capture);
 			} catch (err) {

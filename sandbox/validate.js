@@ -61,7 +61,10 @@ function checkHttpUrl(param, value, protocols) {
 		return invalid(param, `${param} must be an absolute URL.`);
 	}
 	if (!protocols.includes(url.protocol)) {
-		return invalid(param, `${param} must use ${protocols.map((p) => p.replace(':', '')).join(' or ')}.`);
+		return invalid(
+			param,
+			`${param} must use ${protocols.map((p) => p.replace(':', '')).join(' or ')}.`,
+		);
 	}
 	return null;
 }
@@ -71,7 +74,8 @@ function validateRedactions(r) {
 		return invalid('redactions', 'redactions must be an object.');
 	}
 	for (const key of Object.keys(r)) {
-		if (!REDACTION_FIELDS.has(key)) return invalid(`redactions.${key}`, `Unknown field redactions.${key}.`, 'unknown_parameter');
+		if (!REDACTION_FIELDS.has(key))
+			return invalid(`redactions.${key}`, `Unknown field redactions.${key}.`, 'unknown_parameter');
 	}
 	for (const key of ['pii', 'names', 'organizations']) {
 		if (key in r) {
@@ -80,12 +84,17 @@ function validateRedactions(r) {
 		}
 	}
 	if ('terms' in r) {
-		if (!Array.isArray(r.terms)) return invalid('redactions.terms', 'redactions.terms must be an array of strings.');
-		if (r.terms.length > 200) return invalid('redactions.terms', 'redactions.terms may hold at most 200 items.');
+		if (!Array.isArray(r.terms))
+			return invalid('redactions.terms', 'redactions.terms must be an array of strings.');
+		if (r.terms.length > 200)
+			return invalid('redactions.terms', 'redactions.terms may hold at most 200 items.');
 		for (let i = 0; i < r.terms.length; i++) {
 			const t = r.terms[i];
 			if (typeof t !== 'string' || isBlank(t) || !isSingleLine(t)) {
-				return invalid(`redactions.terms[${i}]`, 'Each redaction term must be a nonblank single line.');
+				return invalid(
+					`redactions.terms[${i}]`,
+					'Each redaction term must be a nonblank single line.',
+				);
 			}
 		}
 	}
@@ -96,13 +105,22 @@ function validateRedactions(r) {
 	if (r.replacement === 'custom_string') {
 		const c = r.custom_replacement;
 		if (c === undefined) {
-			return invalid('redactions.custom_replacement', 'redactions.custom_replacement is required when replacement is custom_string.');
+			return invalid(
+				'redactions.custom_replacement',
+				'redactions.custom_replacement is required when replacement is custom_string.',
+			);
 		}
 		if (typeof c !== 'string' || isBlank(c) || !isSingleLine(c) || c.length > 120) {
-			return invalid('redactions.custom_replacement', 'redactions.custom_replacement must be nonblank single-line text of 1-120 characters.');
+			return invalid(
+				'redactions.custom_replacement',
+				'redactions.custom_replacement must be nonblank single-line text of 1-120 characters.',
+			);
 		}
 	} else if ('custom_replacement' in r) {
-		return invalid('redactions.custom_replacement', 'redactions.custom_replacement is only allowed when replacement is custom_string.');
+		return invalid(
+			'redactions.custom_replacement',
+			'redactions.custom_replacement is only allowed when replacement is custom_string.',
+		);
 	}
 	return null;
 }
@@ -113,7 +131,8 @@ function validateCreateJob(body, limits) {
 		return invalid('', 'The request body must be a JSON object (CreateJob).', 'invalid_request');
 	}
 	for (const key of Object.keys(body)) {
-		if (!CREATE_JOB_FIELDS.has(key)) return invalid(key, `Unknown field ${key}.`, 'unknown_parameter');
+		if (!CREATE_JOB_FIELDS.has(key))
+			return invalid(key, `Unknown field ${key}.`, 'unknown_parameter');
 	}
 	const hasUrl = body.media_url !== undefined;
 	const hasUpload = body.upload_id !== undefined;
@@ -159,19 +178,27 @@ function validateCreateJob(body, limits) {
 	if ('glossary' in body) {
 		const g = body.glossary;
 		if (!Array.isArray(g)) return invalid('glossary', 'glossary must be an array of strings.');
-		if (g.length > limits.glossaryMax) return invalid('glossary', `glossary may hold at most ${limits.glossaryMax} terms.`);
+		if (g.length > limits.glossaryMax)
+			return invalid('glossary', `glossary may hold at most ${limits.glossaryMax} terms.`);
 		for (let i = 0; i < g.length; i++) {
 			if (typeof g[i] !== 'string' || g[i].length < 1 || g[i].length > limits.glossaryTermMax) {
-				return invalid(`glossary[${i}]`, `Each glossary term must be 1-${limits.glossaryTermMax} characters.`);
+				return invalid(
+					`glossary[${i}]`,
+					`Each glossary term must be 1-${limits.glossaryTermMax} characters.`,
+				);
 			}
 		}
 	}
 	if ('webhook_url' in body) {
 		const w = body.webhook_url;
 		if (typeof w !== 'string' || !/^https:\/\//.test(w)) {
-			return invalid('webhook_url', 'webhook_url must be a public HTTPS URL (start with https://).');
+			return invalid(
+				'webhook_url',
+				'webhook_url must be a public HTTPS URL (start with https://).',
+			);
 		}
-		if (w.length > 2048) return invalid('webhook_url', 'webhook_url must be at most 2048 characters.');
+		if (w.length > 2048)
+			return invalid('webhook_url', 'webhook_url must be at most 2048 characters.');
 		const e = checkHttpUrl('webhook_url', w, ['https:']);
 		if (e) return e;
 	}
@@ -186,10 +213,16 @@ function validateCreateJob(body, limits) {
 		}
 		for (const k of keys) {
 			if (k.length < 1 || k.length > limits.metadataKeyMax) {
-				return invalid(`metadata.${k}`, `metadata keys must be 1-${limits.metadataKeyMax} characters.`);
+				return invalid(
+					`metadata.${k}`,
+					`metadata keys must be 1-${limits.metadataKeyMax} characters.`,
+				);
 			}
 			if (typeof m[k] !== 'string' || m[k].length > limits.metadataValueMax) {
-				return invalid(`metadata.${k}`, `metadata values must be strings of at most ${limits.metadataValueMax} characters.`);
+				return invalid(
+					`metadata.${k}`,
+					`metadata values must be strings of at most ${limits.metadataValueMax} characters.`,
+				);
 			}
 		}
 	}
@@ -199,7 +232,10 @@ function validateCreateJob(body, limits) {
 function validateIdempotencyKey(key) {
 	if (key === undefined) return null;
 	if (!IDEMPOTENCY_KEY.test(key)) {
-		return invalid('Idempotency-Key', 'Idempotency-Key must be 1-255 printable ASCII characters without spaces.');
+		return invalid(
+			'Idempotency-Key',
+			'Idempotency-Key must be 1-255 printable ASCII characters without spaces.',
+		);
 	}
 	return null;
 }
@@ -220,9 +256,14 @@ function validateCreateUpload(body) {
 	}
 	if ('size_bytes' in body) {
 		const s = body.size_bytes;
-		if (!Number.isSafeInteger(s) || s < 0) return invalid('size_bytes', 'size_bytes must be a non-negative integer.');
+		if (!Number.isSafeInteger(s) || s < 0)
+			return invalid('size_bytes', 'size_bytes must be a non-negative integer.');
 		if (s > 5242880000) {
-			return invalid('size_bytes', 'size_bytes exceeds the upload limit of 5242880000 bytes.', 'file_too_large');
+			return invalid(
+				'size_bytes',
+				'size_bytes exceeds the upload limit of 5242880000 bytes.',
+				'file_too_large',
+			);
 		}
 	}
 	return null;

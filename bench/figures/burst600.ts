@@ -7,7 +7,12 @@ import { readFileSync, existsSync } from 'node:fs';
 
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
-import { activateBurstWorkflows, fireBurst, importBurstWorkflows, srtPath } from '../../test/real/burst';
+import {
+	activateBurstWorkflows,
+	fireBurst,
+	importBurstWorkflows,
+	srtPath,
+} from '../../test/real/burst';
 import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
 import type { Section } from '../support';
 import { log } from '../support';
@@ -26,14 +31,41 @@ export const burst600: Section = {
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
 			const burst = await fireBurst(n8n, sb, 'triggerCaptions', COUNT, { attempts: 10 });
-			const once = burst.ids.filter((id) => existsSync(srtPath(captionsTo, id)) && (readFileSync(srtPath(captionsTo, id), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length === 1).length;
-			const twice = burst.ids.filter((id) => existsSync(srtPath(captionsTo, id)) && (readFileSync(srtPath(captionsTo, id), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length > 1).length;
-			const statuses = burst.deliveries.reduce<Record<string, number>>((acc, d) => ({ ...acc, [String(d.status ?? d.error)]: (acc[String(d.status ?? d.error)] ?? 0) + 1 }), {});
-			log(`  ${once} of ${COUNT} jobs written once, ${twice} more than once; ${burst.executions} executions; answers ${JSON.stringify(statuses)}; p95 first answer ${burst.p95Ms} ms`);
+			const once = burst.ids.filter(
+				(id) =>
+					existsSync(srtPath(captionsTo, id)) &&
+					(readFileSync(srtPath(captionsTo, id), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? [])
+						.length === 1,
+			).length;
+			const twice = burst.ids.filter(
+				(id) =>
+					existsSync(srtPath(captionsTo, id)) &&
+					(readFileSync(srtPath(captionsTo, id), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? [])
+						.length > 1,
+			).length;
+			const statuses = burst.deliveries.reduce<Record<string, number>>(
+				(acc, d) => ({
+					...acc,
+					[String(d.status ?? d.error)]: (acc[String(d.status ?? d.error)] ?? 0) + 1,
+				}),
+				{},
+			);
+			log(
+				`  ${once} of ${COUNT} jobs written once, ${twice} more than once; ${burst.executions} executions; answers ${JSON.stringify(statuses)}; p95 first answer ${burst.p95Ms} ms`,
+			);
 			const figures = { burst600OneEach: once };
 			return {
 				figures,
-				rows: [[`burst of ${COUNT}, each twice (n8n's defaults): jobs with exactly one execution`, `${once}`, `${COUNT} jobs; ${twice} twice or more`, '', `${COUNT}`, once === COUNT]],
+				rows: [
+					[
+						`burst of ${COUNT}, each twice (n8n's defaults): jobs with exactly one execution`,
+						`${once}`,
+						`${COUNT} jobs; ${twice} twice or more`,
+						'',
+						`${COUNT}`,
+						once === COUNT,
+					],
+				],
 			};
 		} finally {
 			await n8n.stop();

@@ -24,11 +24,22 @@ export const crashBurst: Section = {
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
 			const k = await killMidBurst(n8n, sb, COUNT);
-			log(`  ${k.answeredBeforeKill} answered before the kill, ${k.answered.size} in all; ${k.executions.length} executions (${k.crashed.length} crashed); lost ${k.lost.length}`);
+			log(
+				`  ${k.answeredBeforeKill} answered before the kill, ${k.answered.size} in all; ${k.executions.length} executions (${k.crashed.length} crashed); lost ${k.lost.length}`,
+			);
 			const figures = { crashBurstLostAnswered: k.lost.length };
 			return {
 				figures,
-				rows: [['killed mid-burst: answered events with no execution', `${k.lost.length}`, `${k.answeredBeforeKill} answered before the kill, ${k.executions.length} executions (${k.crashed.length} crashed)`, '', '0', k.lost.length === 0]],
+				rows: [
+					[
+						'killed mid-burst: answered events with no execution',
+						`${k.lost.length}`,
+						`${k.answeredBeforeKill} answered before the kill, ${k.executions.length} executions (${k.crashed.length} crashed)`,
+						'',
+						'0',
+						k.lost.length === 0,
+					],
+				],
 			};
 		} finally {
 			await n8n.stop();

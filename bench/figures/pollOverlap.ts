@@ -27,15 +27,35 @@ export const pollOverlap: Section = {
 			await n8n.start();
 			await activateFlood(n8n, sb, since);
 			const f = await runFlood(n8n, sb, out, FLOOD);
-			log(`  last job reported after ${(f.lastReportedMs / 1000).toFixed(1)} s; ${f.listReads} list reads, ${f.downloads} downloads, ${f.refused} answered 429; polls: ${describePolls(f.polls)}`);
-			if (!f.writtenOnce || f.reported !== FLOOD.jobs) throw new Error(`the flood was not reported once each (${f.reported} reports)`);
+			log(
+				`  last job reported after ${(f.lastReportedMs / 1000).toFixed(1)} s; ${f.listReads} list reads, ${f.downloads} downloads, ${f.refused} answered 429; polls: ${describePolls(f.polls)}`,
+			);
+			if (!f.writtenOnce || f.reported !== FLOOD.jobs)
+				throw new Error(`the flood was not reported once each (${f.reported} reports)`);
 			const downloadsS = FLOOD.jobs / FLOOD.readLimit;
-			const figures = { pollOverlapIdleS: round(f.idleMaxMs / 1000), pollReportLagS: round(f.reportLagMs / 1000, 1) };
+			const figures = {
+				pollOverlapIdleS: round(f.idleMaxMs / 1000),
+				pollReportLagS: round(f.reportLagMs / 1000, 1),
+			};
 			return {
 				figures,
 				rows: [
-					['flood: longest idle while captions remained', `${figures.pollOverlapIdleS} s`, `polls every ${FLOOD.everySeconds} s`, '', '≤ 2 s', figures.pollOverlapIdleS <= 2],
-					['flood: worst report after the first poll', `${figures.pollReportLagS} s`, `${FLOOD.jobs} downloads at ${FLOOD.readLimit}/s: ${downloadsS} s`, '', `≤ ${downloadsS + 5} s`, figures.pollReportLagS <= downloadsS + 5],
+					[
+						'flood: longest idle while captions remained',
+						`${figures.pollOverlapIdleS} s`,
+						`polls every ${FLOOD.everySeconds} s`,
+						'',
+						'≤ 2 s',
+						figures.pollOverlapIdleS <= 2,
+					],
+					[
+						'flood: worst report after the first poll',
+						`${figures.pollReportLagS} s`,
+						`${FLOOD.jobs} downloads at ${FLOOD.readLimit}/s: ${downloadsS} s`,
+						'',
+						`≤ ${downloadsS + 5} s`,
+						figures.pollReportLagS <= downloadsS + 5,
+					],
 				],
 			};
 		} finally {

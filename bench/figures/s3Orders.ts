@@ -20,7 +20,18 @@ const S3_AT_DISTANCE = { serviceMs: 50, storeMs: 10 };
 
 /** The S3 server (bench/s3server.ts) in its own process; its requests as it reports them. */
 async function s3Process(objects: Record<string, number>, latencyMs = 0) {
-	const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'bench/s3server.ts'), '--latency-ms', String(latencyMs), ...Object.entries(objects).map(([k, v]) => `${k}=${v}`)], { stdio: ['ignore', 'pipe', 'inherit'] });
+	const child = spawn(
+		process.execPath,
+		[
+			'--import',
+			'tsx',
+			path.join(root, 'bench/s3server.ts'),
+			'--latency-ms',
+			String(latencyMs),
+			...Object.entries(objects).map(([k, v]) => `${k}=${v}`),
+		],
+		{ stdio: ['ignore', 'pipe', 'inherit'] },
+	);
 	const requests: Array<{ method: string; url: string; status: number; bytes: number }> = [];
 	let buffered = '';
 	const ready = new Promise<{ endpoint: string; bucket: string }>((resolve, reject) => {
@@ -37,21 +48,42 @@ async function s3Process(objects: Record<string, number>, latencyMs = 0) {
 		});
 		child.once('exit', (code) => reject(new Error(`the S3 server exited (${code})`)));
 	});
-	return { ...(await ready), accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', requests, stop: () => child.kill() };
+	return {
+		...(await ready),
+		accessKeyId: 'S3RVER',
+		secretAccessKey: 'S3RVER',
+		requests,
+		stop: () => child.kill(),
+	};
 }
 
 /** Section 10; `latency`: how far away the service and the store are (ms per request; 0: loopback). */
 async function measure(latency = { serviceMs: 0, storeMs: 0 }) {
 	const sandbox = await sandboxProcess(latency.serviceMs);
-	const s3 = await s3Process({ 'bench/lecture.mp4': S3_OBJECT_BYTES, 'bench/short.mp4': 1024 }, latency.storeMs);
+	const s3 = await s3Process(
+		{ 'bench/lecture.mp4': S3_OBJECT_BYTES, 'bench/short.mp4': 1024 },
+		latency.storeMs,
+	);
 	try {
 		const fakeSandbox = { baseUrl: sandbox.baseUrl, keys: sandbox.keys } as unknown as Sandbox;
-		const s3Credential = { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true };
+		const s3Credential = {
+			accessKeyId: s3.accessKeyId,
+			secretAccessKey: s3.secretAccessKey,
+			region: 'us-east-1',
+			endpoint: s3.endpoint,
+			forcePathStyle: true,
+		};
 		const timed = async (params: object, workflowId: string) => {
 			const started = process.hrtime.bigint();
-			const result = await runCaptioning(fakeSandbox, { resource: 'job', operation: 'create', ...params } as never, { input: [{ json: {} }], workflowId, s3: s3Credential });
-			if (result.failure) throw new Error(`${JSON.stringify(params)} failed: ${result.failure.message}`);
-			if (result.items[0].json.idempotent_replayed !== false) throw new Error('a new workflow replayed an order');
+			const result = await runCaptioning(
+				fakeSandbox,
+				{ resource: 'job', operation: 'create', ...params } as never,
+				{ input: [{ json: {} }], workflowId, s3: s3Credential },
+			);
+			if (result.failure)
+				throw new Error(`${JSON.stringify(params)} failed: ${result.failure.message}`);
+			if (result.items[0].json.idempotent_replayed !== false)
+				throw new Error('a new workflow replayed an order');
 			return Number(process.hrtime.bigint() - started) / 1e6;
 		};
 		const kinds = {
@@ -61,10 +93,14 @@ async function measure(latency = { serviceMs: 0, storeMs: 0 }) {
 		};
 		const times: Record<keyof typeof kinds, number[]> = { url: [], large: [], small: [] };
 		// A first round, not counted: module loading and connection set-up.
-		for (const [kind, params] of Object.entries(kinds)) await timed(params(0), `bench-warm-${kind}`);
+		for (const [kind, params] of Object.entries(kinds))
+			await timed(params(0), `bench-warm-${kind}`);
 		const before = s3.requests.length;
 		for (let round = 1; round <= 7; round++) {
-			for (const [kind, params] of Object.entries(kinds) as Array<[keyof typeof kinds, (n: number) => object]>) times[kind].push(await timed(params(round), `bench-${kind}-${round}`));
+			for (const [kind, params] of Object.entries(kinds) as Array<
+				[keyof typeof kinds, (n: number) => object]
+			>)
+				times[kind].push(await timed(params(round), `bench-${kind}-${round}`));
 		}
 		// The service's fetches (the sandbox takes each job as it is ordered) may still be under way.
 		await new Promise((r) => setTimeout(r, 500));
@@ -75,13 +111,19 @@ async function measure(latency = { serviceMs: 0, storeMs: 0 }) {
 		for (let n = 0; n < 7; n++) {
 			const url = `${s3.endpoint}/${s3.bucket}/bench/lecture.mp4`;
 			const started = process.hrtime.bigint();
-			await (await fetch(url, { method: 'HEAD', headers: signedHeaders(s3Credential, 'HEAD', url, new Date()) })).arrayBuffer();
+			await (
+				await fetch(url, {
+					method: 'HEAD',
+					headers: signedHeaders(s3Credential, 'HEAD', url, new Date()),
+				})
+			).arrayBuffer();
 			headAlone.push(Number(process.hrtime.bigint() - started) / 1e6);
 		}
 		return {
 			n8nBytes: large.reduce((sum, r) => sum + r.bytes, 0) / 7,
 			n8nRequests: large.map((r) => r.method),
-			serviceFetches: requests.filter((r) => r.url.includes('X-Amz-Signature') && r.status === 206).length,
+			serviceFetches: requests.filter((r) => r.url.includes('X-Amz-Signature') && r.status === 206)
+				.length,
 			urlMs: median(times.url),
 			s3Ms: median(times.large),
 			smallMs: median(times.small),
@@ -93,15 +135,18 @@ async function measure(latency = { serviceMs: 0, storeMs: 0 }) {
 	}
 }
 
-
 export const s3: Section = {
 	name: 's3',
 	title: `10. ordering an S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB against a Media URL, alternating, seven each`,
 	async run() {
 		const near = await measure(S3_LOOPBACK);
 		const far = await measure(S3_AT_DISTANCE);
-		log(`  the service ${S3_AT_DISTANCE.serviceMs} ms away, the store ${S3_AT_DISTANCE.storeMs} ms: Media URL ${far.urlMs.toFixed(1)} ms, S3 Object ${far.s3Ms.toFixed(1)} ms`);
-		log(`  Media URL ${near.urlMs.toFixed(1)} ms, S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB ${near.s3Ms.toFixed(1)} ms, of 1 KiB ${near.smallMs.toFixed(1)} ms (medians of 7); a signed HEAD alone ${near.headMs.toFixed(1)} ms; n8n → S3 for the large one: ${near.n8nRequests.join(', ')}; the service fetched ${near.serviceFetches} times`);
+		log(
+			`  the service ${S3_AT_DISTANCE.serviceMs} ms away, the store ${S3_AT_DISTANCE.storeMs} ms: Media URL ${far.urlMs.toFixed(1)} ms, S3 Object ${far.s3Ms.toFixed(1)} ms`,
+		);
+		log(
+			`  Media URL ${near.urlMs.toFixed(1)} ms, S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB ${near.s3Ms.toFixed(1)} ms, of 1 KiB ${near.smallMs.toFixed(1)} ms (medians of 7); a signed HEAD alone ${near.headMs.toFixed(1)} ms; n8n → S3 for the large one: ${near.n8nRequests.join(', ')}; the service fetched ${near.serviceFetches} times`,
+		);
 		const figures = {
 			s3BytesThroughN8n: near.n8nBytes,
 			s3OrderVsUrlOrder: round(near.s3Ms / near.urlMs),
@@ -111,10 +156,38 @@ export const s3: Section = {
 		return {
 			figures,
 			rows: [
-				['S3 Object order: media bytes through n8n', `${figures.s3BytesThroughN8n} bytes`, `object ${S3_OBJECT_BYTES / 1024 ** 2} MiB; n8n sent ${near.n8nRequests.length / 7} HEAD per order`, '', '0 (the HEAD only)', figures.s3BytesThroughN8n === 0],
-				['S3 Object order vs Media URL order', `${near.s3Ms.toFixed(1)} ms`, `Media URL ${near.urlMs.toFixed(1)} ms (a HEAD alone ${near.headMs.toFixed(1)} ms)`, `${figures.s3OrderVsUrlOrder}×`, '≤ 1.5×', figures.s3OrderVsUrlOrder <= 1.5],
-				[`the same, the service ${S3_AT_DISTANCE.serviceMs} ms away, the store ${S3_AT_DISTANCE.storeMs} ms`, `${far.s3Ms.toFixed(1)} ms`, `Media URL ${far.urlMs.toFixed(1)} ms`, `${figures.s3OrderVsUrlOrderAtDistance}×`, '≤ 1.5×', figures.s3OrderVsUrlOrderAtDistance <= 1.5],
-				['S3 Object order: 2 GiB vs 1 KiB object', `${near.s3Ms.toFixed(1)} ms`, `1 KiB ${near.smallMs.toFixed(1)} ms`, `${figures.s3OrderLargeVsSmall}×`, '≈ 1× (size does not count)', figures.s3OrderLargeVsSmall <= 1.2],
+				[
+					'S3 Object order: media bytes through n8n',
+					`${figures.s3BytesThroughN8n} bytes`,
+					`object ${S3_OBJECT_BYTES / 1024 ** 2} MiB; n8n sent ${near.n8nRequests.length / 7} HEAD per order`,
+					'',
+					'0 (the HEAD only)',
+					figures.s3BytesThroughN8n === 0,
+				],
+				[
+					'S3 Object order vs Media URL order',
+					`${near.s3Ms.toFixed(1)} ms`,
+					`Media URL ${near.urlMs.toFixed(1)} ms (a HEAD alone ${near.headMs.toFixed(1)} ms)`,
+					`${figures.s3OrderVsUrlOrder}×`,
+					'≤ 1.5×',
+					figures.s3OrderVsUrlOrder <= 1.5,
+				],
+				[
+					`the same, the service ${S3_AT_DISTANCE.serviceMs} ms away, the store ${S3_AT_DISTANCE.storeMs} ms`,
+					`${far.s3Ms.toFixed(1)} ms`,
+					`Media URL ${far.urlMs.toFixed(1)} ms`,
+					`${figures.s3OrderVsUrlOrderAtDistance}×`,
+					'≤ 1.5×',
+					figures.s3OrderVsUrlOrderAtDistance <= 1.5,
+				],
+				[
+					'S3 Object order: 2 GiB vs 1 KiB object',
+					`${near.s3Ms.toFixed(1)} ms`,
+					`1 KiB ${near.smallMs.toFixed(1)} ms`,
+					`${figures.s3OrderLargeVsSmall}×`,
+					'≈ 1× (size does not count)',
+					figures.s3OrderLargeVsSmall <= 1.2,
+				],
 			],
 		};
 	},

@@ -15,7 +15,11 @@ import { log, round } from '../support';
 async function measure(env: NodeJS.ProcessEnv) {
 	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 	const work = tempFolder('bench-shared-key-');
-	const n8n = await createN8n(await installN8n('2.41.1', log), [path.join(work, 'burst'), path.join(work, 'polled')], env);
+	const n8n = await createN8n(
+		await installN8n('2.41.1', log),
+		[path.join(work, 'burst'), path.join(work, 'polled')],
+		env,
+	);
 	try {
 		await importSharedKey(n8n, sb, work);
 		await n8n.start();
@@ -37,13 +41,32 @@ export const sharedKey: Section = {
 			['Lazy', 'lazy isolates', { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' }],
 		] as const) {
 			const r = await measure(env);
-			log(`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s; polled: ${r.polledReported}; batch: ${r.batchStatus}`);
+			log(
+				`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s; polled: ${r.polledReported}; batch: ${r.batchStatus}`,
+			);
 			const share = round(r.refused / r.requests, 3);
 			const vsFloor = round(r.seconds / r.floorSeconds);
-			Object.assign(figures, { [`sharedKey429Share${suffix}`]: share, [`sharedKeyVsFloor${suffix}`]: vsFloor });
+			Object.assign(figures, {
+				[`sharedKey429Share${suffix}`]: share,
+				[`sharedKeyVsFloor${suffix}`]: vsFloor,
+			});
 			rows.push(
-				[`one key, runs at once (${label}): requests answered 429`, `${r.refused} of ${r.requests}`, `${r.reads} reads, ${r.writes} writes let through`, `${share}`, '≤ 0.1', share <= 0.1],
-				[`one key, runs at once (${label}): time vs the limits' floor`, `${r.seconds.toFixed(1)} s`, `floor ${r.floorSeconds.toFixed(1)} s`, `${vsFloor}×`, '≤ 1.3×', vsFloor <= 1.3],
+				[
+					`one key, runs at once (${label}): requests answered 429`,
+					`${r.refused} of ${r.requests}`,
+					`${r.reads} reads, ${r.writes} writes let through`,
+					`${share}`,
+					'≤ 0.1',
+					share <= 0.1,
+				],
+				[
+					`one key, runs at once (${label}): time vs the limits' floor`,
+					`${r.seconds.toFixed(1)} s`,
+					`floor ${r.floorSeconds.toFixed(1)} s`,
+					`${vsFloor}×`,
+					'≤ 1.3×',
+					vsFloor <= 1.3,
+				],
 			);
 		}
 		return { figures, rows };

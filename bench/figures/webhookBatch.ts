@@ -13,7 +13,17 @@ import { log, round } from '../support';
 
 /** The node after Job → Create: passes its items on. */
 const nextNode: INodeType = {
-	description: { displayName: 'Next', name: 'noOp', group: ['transform'], version: 1, description: '', defaults: {}, inputs: ['main'], outputs: ['main'], properties: [] } as unknown as INodeType['description'],
+	description: {
+		displayName: 'Next',
+		name: 'noOp',
+		group: ['transform'],
+		version: 1,
+		description: '',
+		defaults: {},
+		inputs: ['main'],
+		outputs: ['main'],
+		properties: [],
+	} as unknown as INodeType['description'],
 	async execute(this: IExecuteFunctions) {
 		return [this.getInputData()];
 	},
@@ -23,14 +33,26 @@ const nextNode: INodeType = {
 async function measure(items: number, processing: boolean) {
 	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 	try {
-		const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60 };
+		const parameters = {
+			resource: 'job',
+			operation: 'create',
+			source: 'url',
+			mediaUrl: '={{ $json.url }}',
+			waitForCompletion: 'webhook',
+			timeout: 60,
+		};
 		const waiting = await runUntilWaiting({
-			nodes: [node('Captioning', 'captioning', parameters, { typeVersion: 1 }), node('Next', 'noOp', {})],
+			nodes: [
+				node('Captioning', 'captioning', parameters, { typeVersion: 1 }),
+				node('Next', 'noOp', {}),
+			],
 			connections: { Captioning: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
 			nodeName: 'Captioning',
 			nodeTypes: { captioning: new Captioning(), noOp: nextNode },
 			credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
-			input: Array.from({ length: items }, (_, i) => ({ json: { url: `https://media.example.com/webhook-batch/${i}.mp4` } })),
+			input: Array.from({ length: items }, (_, i) => ({
+				json: { url: `https://media.example.com/webhook-batch/${i}.mp4` },
+			})),
 			mode: 'webhook',
 			workflowId: 'bench-webhook-batch',
 		});
@@ -46,7 +68,8 @@ async function measure(items: number, processing: boolean) {
 			sb.completeJob(ids.at(-1)!);
 			const done = await waiting.resumed;
 			const resumeMs = Number(process.hrtime.bigint() - started) / 1e6;
-			if (done.output('Next').length !== items) throw new Error('the resumed run did not hand on every job');
+			if (done.output('Next').length !== items)
+				throw new Error('the resumed run did not hand on every job');
 			const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
 			return { items, events: waiting.answers.length, reads, resumeMs };
 		} finally {
@@ -62,7 +85,9 @@ export const webhookBatch: Section = {
 	title: '8. On Webhook for batches of 100 and 1,000 items, every job completing on its own',
 	async run() {
 		const w = await measure(100, false);
-		log(`  100 items: ${w.events} events, ${w.reads} reads, last event to resumed: ${w.resumeMs.toFixed(0)} ms`);
+		log(
+			`  100 items: ${w.events} events, ${w.reads} reads, last event to resumed: ${w.resumeMs.toFixed(0)} ms`,
+		);
 		const big = await measure(1000, true);
 		log(`  1,000 items: ${big.events} events, ${big.reads} reads`);
 		const figures = {
@@ -73,9 +98,30 @@ export const webhookBatch: Section = {
 		return {
 			figures,
 			rows: [
-				['On Webhook, 100 items: reads per event', `${w.reads} reads`, `${w.events} events`, `${figures.webhookBatchReadsPerEvent}`, '≤ 2', figures.webhookBatchReadsPerEvent <= 2],
-				['On Webhook: last event to resumed run', `${figures.webhookBatchResumeMs} ms`, '100 jobs read back', '', '≤ 1000 ms', figures.webhookBatchResumeMs <= 1000],
-				['On Webhook, 1,000 items: reads per event', `${big.reads} reads`, `${big.events} events`, `${figures.webhookResumeReadsPerEvent}`, '≤ 2', figures.webhookResumeReadsPerEvent <= 2],
+				[
+					'On Webhook, 100 items: reads per event',
+					`${w.reads} reads`,
+					`${w.events} events`,
+					`${figures.webhookBatchReadsPerEvent}`,
+					'≤ 2',
+					figures.webhookBatchReadsPerEvent <= 2,
+				],
+				[
+					'On Webhook: last event to resumed run',
+					`${figures.webhookBatchResumeMs} ms`,
+					'100 jobs read back',
+					'',
+					'≤ 1000 ms',
+					figures.webhookBatchResumeMs <= 1000,
+				],
+				[
+					'On Webhook, 1,000 items: reads per event',
+					`${big.reads} reads`,
+					`${big.events} events`,
+					`${figures.webhookResumeReadsPerEvent}`,
+					'≤ 2',
+					figures.webhookResumeReadsPerEvent <= 2,
+				],
 			],
 		};
 	},

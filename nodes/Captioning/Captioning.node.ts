@@ -20,23 +20,41 @@ export class Captioning implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Captioning',
 		name: 'captioning',
-		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
+		icon: {
+			light: 'file:../../icons/captioning.svg',
+			dark: 'file:../../icons/captioning.dark.svg',
+		},
 		group: ['transform'],
 		// One version before the first release. From the first publish on, a change of behaviour goes
 		// behind a new version, as n8n's own nodes do (CONTRIBUTING, "Versions").
 		version: 1,
 		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
-		description: 'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
+		description:
+			'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
 		defaults: { name: 'Captioning' },
 		// For n8n's AI workflow builder (2.x; 1.x ignores it): the Drive template's shape.
 		builderHint: {
 			searchHint:
 				'Captions and transcripts for videos and audio (SRT, VTT, TXT, DOCX, JSON). For "caption every new video in a folder": a Google Drive Trigger (file created in the folder), Google Drive Download, this node Job → Create from the Binary File with Idempotency Custom Key from the Drive file ID and Wait for Completion On Webhook, then Job → Get Captions, then Google Drive Upload of the SRT into the video\'s folder. Videos in S3: Source S3 Object.',
 			relatedNodes: [
-				{ nodeType: 'n8n-nodes-base.googleDriveTrigger', relationHint: 'Starts the workflow for each new video in a folder' },
-				{ nodeType: 'n8n-nodes-base.googleDrive', relationHint: 'Downloads the video before Job → Create (Binary File), uploads the captions next to it after Get Captions' },
-				{ nodeType: 'n8n-nodes-base.awsS3', relationHint: 'Lists videos in a bucket for Job → Create with Source S3 Object (no download), stores the captions' },
-				{ nodeType: 'n8n-nodes-captioning.captioningTrigger', relationHint: 'Starts a second workflow when a job ordered with Don\'t Wait completes' },
+				{
+					nodeType: 'n8n-nodes-base.googleDriveTrigger',
+					relationHint: 'Starts the workflow for each new video in a folder',
+				},
+				{
+					nodeType: 'n8n-nodes-base.googleDrive',
+					relationHint:
+						'Downloads the video before Job → Create (Binary File), uploads the captions next to it after Get Captions',
+				},
+				{
+					nodeType: 'n8n-nodes-base.awsS3',
+					relationHint:
+						'Lists videos in a bucket for Job → Create with Source S3 Object (no download), stores the captions',
+				},
+				{
+					nodeType: 'n8n-nodes-captioning.captioningTrigger',
+					relationHint: "Starts a second workflow when a job ordered with Don't Wait completes",
+				},
 			],
 		},
 		usableAsTool: true,
@@ -47,7 +65,12 @@ export class Captioning implements INodeType {
 			// Job → Create's S3 Object source signs with a credential of its own. Shown by `source`
 			// alone: n8n 2.41.1's editor renders no parameters at all for a node whose credentials'
 			// displayOptions name resource or operation (measured, test/ui). Only Job → Create has `source`.
-			{ name: 'captioningS3Api', required: true, testedBy: 'captioningS3ApiTest', displayOptions: { show: { source: ['s3'] } } },
+			{
+				name: 'captioningS3Api',
+				required: true,
+				testedBy: 'captioningS3ApiTest',
+				displayOptions: { show: { source: ['s3'] } },
+			},
 		],
 		// Job → Create's Wait for Completion: On Webhook resumes here ($execution.resumeUrl/<node id>).
 		webhooks: [

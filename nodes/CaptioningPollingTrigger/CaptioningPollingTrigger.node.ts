@@ -1,4 +1,11 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription, IPollFunctions } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+	IPollFunctions,
+} from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
@@ -15,11 +22,15 @@ export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Captioning Polling Trigger',
 		name: 'captioningPollingTrigger',
-		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
+		icon: {
+			light: 'file:../../icons/captioning.svg',
+			dark: 'file:../../icons/captioning.dark.svg',
+		},
 		group: ['trigger'],
 		version: 1,
 		subtitle: '={{$parameter["events"].join(", ")}}',
-		description: 'Starts the workflow when any caption job of the workspace completes or is cancelled, checking the service on a schedule',
+		description:
+			'Starts the workflow when any caption job of the workspace completes or is cancelled, checking the service on a schedule',
 		defaults: { name: 'Captioning Polling Trigger' },
 		polling: true,
 		inputs: [],
@@ -58,12 +69,21 @@ export class CaptioningPollingTrigger implements INodeType {
 			Object.assign(staticData, await firstState(this));
 			return null;
 		}
-		const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], this.getNodeParameter('filters', {}) as IDataObject);
+		const wanted = wantedJobs(
+			this.getNodeParameter('events', []) as EventType[],
+			this.getNodeParameter('filters', {}) as IDataObject,
+		);
 		const { finished, next } = await finishedSince(this, staticData);
 		const reported = next.reported ?? [];
-		const due = finished.filter((job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`));
+		const due = finished.filter(
+			(job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`),
+		);
 		// The state moves on only with the execution: n8n saves static data when a poll returns items.
-		Object.assign(staticData, next, { reported: [...reported, ...due.map((job) => `${job.id} ${job.status}`)].slice(-REMEMBERED_REPORTS) });
+		Object.assign(staticData, next, {
+			reported: [...reported, ...due.map((job) => `${job.id} ${job.status}`)].slice(
+				-REMEMBERED_REPORTS,
+			),
+		});
 		return due.length ? [due.map(eventItem)] : null;
 	}
 
@@ -75,7 +95,8 @@ export class CaptioningPollingTrigger implements INodeType {
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		let items = this.getInputData().filter((item) => item.json.object === 'job');
-		if (items.length === 0 && this.getMode() === 'manual') items = [eventItem(await latestFinished(this))];
+		if (items.length === 0 && this.getMode() === 'manual')
+			items = [eventItem(await latestFinished(this))];
 		const attach = attachSettings(this);
 		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
 		return [await withCaptions(this, items, attach)];
@@ -90,7 +111,13 @@ function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => bo
 	};
 }
 
-const eventItem = (job: Job) => jobEventItem(job, { id: null, type: EVENT_OF_STATUS[job.status]!, createdAt: job.completed_at, verified: true });
+const eventItem = (job: Job) =>
+	jobEventItem(job, {
+		id: null,
+		type: EVENT_OF_STATUS[job.status]!,
+		createdAt: job.completed_at,
+		verified: true,
+	});
 
 /** Fetch Test Event: the latest finished job that fits, so the workflow can be built now. */
 async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
@@ -98,17 +125,27 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
 	const latest: Job[] = [];
 	for (const type of events) {
-		for await (const page of jobPages(ctx, { status: type === 'job.completed' ? 'completed' : 'cancelled' })) {
+		for await (const page of jobPages(ctx, {
+			status: type === 'job.completed' ? 'completed' : 'cancelled',
+		})) {
 			const found = page.find(wanted);
 			if (found) latest.push(found);
 			break;
 		}
 	}
-	latest.sort((a, b) => Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at));
+	latest.sort(
+		(a, b) =>
+			Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at),
+	);
 	if (!latest.length) {
-		throw new NodeOperationError(ctx.getNode(), 'No finished job of this workspace fits Events and Filters yet', {
-			description: 'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			'No finished job of this workspace fits Events and Filters yet',
+			{
+				description:
+					'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
+			},
+		);
 	}
 	return latest[0];
 }

@@ -51,7 +51,8 @@ async function readIfThere(ctx: IPollFunctions, id: string): Promise<Job | undef
 	} catch (error) {
 		if (error instanceof NodeApiError && error.httpCode === '404') return undefined;
 		// Both constructors hand back an error that already is of their class, unchanged.
-		if (error instanceof NodeApiError) throw new NodeApiError(ctx.getNode(), error as unknown as JsonObject);
+		if (error instanceof NodeApiError)
+			throw new NodeApiError(ctx.getNode(), error as unknown as JsonObject);
 		throw new NodeOperationError(ctx.getNode(), error as Error);
 	}
 }
@@ -85,7 +86,10 @@ export async function firstState(ctx: IPollFunctions): Promise<PollState> {
  * state to keep after them. Reads nothing it does not need, and changes nothing (the caller keeps
  * the new state only once the poll has succeeded).
  */
-export async function finishedSince(ctx: IPollFunctions, state: PollState): Promise<{ finished: Job[]; next: PollState }> {
+export async function finishedSince(
+	ctx: IPollFunctions,
+	state: PollState,
+): Promise<{ finished: Job[]; next: PollState }> {
 	const open = { ...state.open };
 	const finished: Job[] = [];
 	const unseen = new Set(Object.keys(open));
@@ -119,15 +123,23 @@ export async function finishedSince(ctx: IPollFunctions, state: PollState): Prom
 		}
 		if (pastCursor) {
 			const last = page.at(-1);
-			if (unseen.size === 0 || !last || at(last.created_at) < oldestOpen || ++pagesPastCursor >= budget) break;
+			if (
+				unseen.size === 0 ||
+				!last ||
+				at(last.created_at) < oldestOpen ||
+				++pagesPastCursor >= budget
+			)
+				break;
 		}
 	}
 	// Nothing newer than the cursor: the ids seen at its time add up.
-	if (next && cursor && at(next.createdAt) === cursorAt) next.ids = [...new Set([...cursor.ids, ...next.ids])];
+	if (next && cursor && at(next.createdAt) === cursorAt)
+		next.ids = [...new Set([...cursor.ids, ...next.ids])];
 
 	if (unseen.size > 0) {
 		// Open jobs further back: the open lists say which still are; the others are read one by one.
-		const stillOpen = unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
+		const stillOpen =
+			unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
 		for (const id of unseen) {
 			if (stillOpen.has(id)) continue;
 			const job = await readIfThere(ctx, id);
@@ -142,6 +154,11 @@ export async function finishedSince(ctx: IPollFunctions, state: PollState): Prom
 	}
 
 	// Reported in the order they finished; jobs that finished together, in the order they were created.
-	const inOrder = finished.reverse().sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
-	return { finished: inOrder, next: { started: true, cursor: next ?? cursor ?? null, open, reported: state.reported ?? [] } };
+	const inOrder = finished
+		.reverse()
+		.sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
+	return {
+		finished: inOrder,
+		next: { started: true, cursor: next ?? cursor ?? null, open, reported: state.reported ?? [] },
+	};
 }

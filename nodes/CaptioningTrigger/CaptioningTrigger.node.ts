@@ -17,14 +17,24 @@ import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { pause } from '../Captioning/transport';
-import { acceptEvent, claimEvent, eventsStarted, forgetTrigger, releaseEvent, tokenMatches } from './handledEvents';
+import {
+	acceptEvent,
+	claimEvent,
+	eventsStarted,
+	forgetTrigger,
+	releaseEvent,
+	tokenMatches,
+} from './handledEvents';
 import { forgetReads, readBackLimits, readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Captioning Trigger',
 		name: 'captioningTrigger',
-		icon: { light: 'file:../../icons/captioning.svg', dark: 'file:../../icons/captioning.dark.svg' },
+		icon: {
+			light: 'file:../../icons/captioning.svg',
+			dark: 'file:../../icons/captioning.dark.svg',
+		},
 		group: ['trigger'],
 		// Version 2 from the start: n8n 2.41.1 evaluates the old Webhook node's
 		// `$parameter["options"]["binaryData"]` for every delivery to a webhook node of version 1, which
@@ -48,7 +58,7 @@ export class CaptioningTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					'The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger\'s Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow\'s, or the dashboard\'s) or for a job already reported is refused. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.',
+					"The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger's Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow's, or the dashboard's) or for a job already reported is refused. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.",
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -59,7 +69,8 @@ export class CaptioningTrigger implements INodeType {
 				name: 'verify',
 				type: 'boolean',
 				default: true,
-				description: 'Whether to read each event\'s job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger\'s URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data (marked verified: false). Attach Captions reads the job from the API either way and downloads only the links the service lists, never links from a posted body.',
+				description:
+					"Whether to read each event's job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger's URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data (marked verified: false). Attach Captions reads the job from the API either way and downloads only the links the service lists, never links from a posted body.",
 			},
 			{
 				displayName: 'Secret Token',
@@ -67,7 +78,8 @@ export class CaptioningTrigger implements INodeType {
 				type: 'string',
 				typeOptions: { password: true },
 				default: '',
-				description: 'If set, deliveries must carry it as ?token=… in the URL (add it to the Webhook URL you give the service); others are refused with 401',
+				description:
+					'If set, deliveries must carry it as ?token=… in the URL (add it to the Webhook URL you give the service); others are refused with 401',
 			},
 			...attachCaptionsFields,
 		],
@@ -107,7 +119,13 @@ export class CaptioningTrigger implements INodeType {
 		const event = body as unknown as CaptioningEvent;
 		const events = this.getNodeParameter('events', []) as EventType[];
 		if (!events.includes(event.type)) {
-			return { webhookResponse: { received: true, started: false, reason: `${event.type} is not selected in Events` } };
+			return {
+				webhookResponse: {
+					received: true,
+					started: false,
+					reason: `${event.type} is not selected in Events`,
+				},
+			};
 		}
 		return await handleEvent(this, event);
 	}
@@ -119,7 +137,10 @@ export class CaptioningTrigger implements INodeType {
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const items = this.getInputData();
-		eventsStarted(this, items.map((item) => item.json));
+		eventsStarted(
+			this,
+			items.map((item) => item.json),
+		);
 		const attach = attachSettings(this);
 		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
 		return [await withCaptions(this, items, attach)];
@@ -127,7 +148,10 @@ export class CaptioningTrigger implements INodeType {
 }
 
 /** A new, a handled or a replayed event, or one whose other delivery is being tried. */
-async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Promise<IWebhookResponseData> {
+async function handleEvent(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+): Promise<IWebhookResponseData> {
 	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	for (;;) {
 		const seen = claimEvent(ctx, event);
@@ -140,14 +164,29 @@ async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Prom
 				throw new NodeOperationError(ctx.getNode(), error as Error);
 			}
 		}
-		if (seen.kind === 'handled') return { webhookResponse: { received: true, started: false, reason: `event ${event.id} was already received` } };
+		if (seen.kind === 'handled')
+			return {
+				webhookResponse: {
+					received: true,
+					started: false,
+					reason: `event ${event.id} was already received`,
+				},
+			};
 		if (seen.kind === 'replay') {
-			return respond(ctx, 409, { error: `Event refused: job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once.` });
+			return respond(ctx, 409, {
+				error: `Event refused: job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once.`,
+			});
 		}
 		// Another delivery of this event is being tried: its outcome decides (handled: this is a
 		// duplicate; failed: this one takes over). Not known in time: the service tries again later.
-		const outcome = await Promise.race([seen.outcome, pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
-		if (outcome === undefined) return respond(ctx, 503, { error: `Event ${event.id} is still being handled; deliver it again later.` });
+		const outcome = await Promise.race([
+			seen.outcome,
+			pause(Math.max(0, deadline - Date.now())).then(() => undefined),
+		]);
+		if (outcome === undefined)
+			return respond(ctx, 503, {
+				error: `Event ${event.id} is still being handled; deliver it again later.`,
+			});
 	}
 }
 
@@ -156,9 +195,14 @@ async function handleEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Prom
  * Events says. Accepted, it goes to n8n to start the workflow (n8n answers); refused, the claim is
  * given back so that a redelivery is handled anew.
  */
-async function startWith(ctx: IWebhookFunctions, event: CaptioningEvent, deadline: number): Promise<IWebhookResponseData> {
+async function startWith(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+	deadline: number,
+): Promise<IWebhookResponseData> {
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
-	const attach = event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
+	const attach =
+		event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
 	let job: Job = event.data;
 	// With Verify off, Attach Captions still reads the job: caption links come from the service,
 	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
@@ -166,10 +210,15 @@ async function startWith(ctx: IWebhookFunctions, event: CaptioningEvent, deadlin
 	if (verify || attach) {
 		// A delivery that proved itself with the Secret Token goes first; others do not outrank a workflow's own requests.
 		const urgency = ctx.getNodeParameter('token', '') ? 'answer' : 'work';
-		const read = await Promise.race([readTogether(ctx, event, urgency), pause(Math.max(0, deadline - Date.now())).then(() => undefined)]);
+		const read = await Promise.race([
+			readTogether(ctx, event, urgency),
+			pause(Math.max(0, deadline - Date.now())).then(() => undefined),
+		]);
 		if (read === undefined) {
 			releaseEvent(ctx, event);
-			return respond(ctx, 503, { error: `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.` });
+			return respond(ctx, 503, {
+				error: `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`,
+			});
 		}
 		// Verify off: the status must still match (links of a job not yet completed are no captions).
 		const checked = backsUp(ctx, event, eventRead(read), !verify);
@@ -180,7 +229,12 @@ async function startWith(ctx: IWebhookFunctions, event: CaptioningEvent, deadlin
 		job = checked.job;
 	}
 	acceptEvent(ctx, event);
-	const item = jobEventItem(job, { id: event.id, type: event.type, createdAt: event.created_at, verified: verify });
+	const item = jobEventItem(job, {
+		id: event.id,
+		type: event.type,
+		createdAt: event.created_at,
+		verified: verify,
+	});
 	// No answer of ours: n8n answers once it has stored the execution (responseMode onReceived).
 	return { workflowData: [[item]] };
 }

@@ -67,11 +67,13 @@ class TriggerMemory {
 	/** Drops what is past the window or over the bound (the map is in the order events were handled). */
 	trim(now: number): void {
 		for (const [id, entry] of this.handled) {
-			if (now - entry.at <= eventMemory.windowMs && this.handled.size <= eventMemory.maxInProcess) break;
+			if (now - entry.at <= eventMemory.windowMs && this.handled.size <= eventMemory.maxInProcess)
+				break;
 			this.handled.delete(id);
 			if (this.handledNews.get(entry.news) === id) this.handledNews.delete(entry.news);
 		}
-		for (const [id, t] of this.tries) if (now - t.since > eventMemory.settleMs) this.endTry(id, false);
+		for (const [id, t] of this.tries)
+			if (now - t.since > eventMemory.settleMs) this.endTry(id, false);
 	}
 
 	endTry(eventId: string, handled: boolean): void {
@@ -86,12 +88,14 @@ class TriggerMemory {
 /** Per workflow and node: every delivery to a trigger is handled in the process that serves it. */
 const memories = new Map<string, TriggerMemory>();
 
-const memoryKey = (workflowId: string | undefined, nodeId: string) => `${workflowId ?? ''}:${nodeId}`;
+const memoryKey = (workflowId: string | undefined, nodeId: string) =>
+	`${workflowId ?? ''}:${nodeId}`;
 
 function memoryOf(workflowId: string | undefined, nodeId: string): TriggerMemory {
 	const now = Date.now();
 	// Memories of triggers that received nothing for the whole window (deleted workflows among them) end.
-	for (const [key, m] of memories) if (now - m.lastUsed > eventMemory.windowMs && m.tries.size === 0) memories.delete(key);
+	for (const [key, m] of memories)
+		if (now - m.lastUsed > eventMemory.windowMs && m.tries.size === 0) memories.delete(key);
 	const key = memoryKey(workflowId, nodeId);
 	let memory = memories.get(key);
 	if (!memory) memories.set(key, (memory = new TriggerMemory()));
@@ -111,7 +115,9 @@ type Saved = { handledEvents?: string[] };
 const parse = (line: string): [string, Handled] | undefined => {
 	const [id, job, type, at] = line.split(' ');
 	const ms = parseInt(at, 36);
-	return id && job && type && Number.isFinite(ms) ? [id, { news: `${job} ${type}`, at: ms }] : undefined;
+	return id && job && type && Number.isFinite(ms)
+		? [id, { news: `${job} ${type}`, at: ms }]
+		: undefined;
 };
 
 /** The memory of this trigger, with what the node's static data remembers (after a restart). */
@@ -147,7 +153,8 @@ export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Seen
 	const before = memory.eventWithNews(news);
 	if (before !== undefined) return { kind: 'replay', eventId: before };
 	// This event, or the same news under another id, is being tried: its outcome decides.
-	const underWay = memory.tries.get(event.id) ?? [...memory.tries.values()].find((t) => t.news === news);
+	const underWay =
+		memory.tries.get(event.id) ?? [...memory.tries.values()].find((t) => t.news === news);
 	if (underWay) return { kind: 'underWay', outcome: underWay.outcome };
 	let settle!: (handled: boolean) => void;
 	const outcome = new Promise<boolean>((resolve) => (settle = resolve));
@@ -168,7 +175,9 @@ export function releaseEvent(ctx: IWebhookFunctions, event: CaptioningEvent): vo
 export function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): void {
 	const memory = memoryOf(ctx.getWorkflow().id, ctx.getNode().id);
 	const response = ctx.getResponseObject();
-	response.once('finish', () => memory.endTry(event.id, response.statusCode >= 200 && response.statusCode < 300));
+	response.once('finish', () =>
+		memory.endTry(event.id, response.statusCode >= 200 && response.statusCode < 300),
+	);
 }
 
 /**

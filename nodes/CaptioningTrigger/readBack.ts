@@ -54,11 +54,13 @@ interface Reader {
 /** Per workflow, node and credentials. */
 const readers = new Map<string, Reader>();
 
-const triggerKey = (workflowId: string | undefined, nodeId: string) => `${workflowId ?? ''}:${nodeId}:`;
+const triggerKey = (workflowId: string | undefined, nodeId: string) =>
+	`${workflowId ?? ''}:${nodeId}:`;
 
 /** Forgets what a trigger's reads kept (its workflow was deactivated). */
 export function forgetReads(workflowId: string | undefined, nodeId: string): void {
-	for (const key of [...readers.keys()]) if (key.startsWith(triggerKey(workflowId, nodeId))) readers.delete(key);
+	for (const key of [...readers.keys()])
+		if (key.startsWith(triggerKey(workflowId, nodeId))) readers.delete(key);
 }
 
 function readerOf(ctx: IWebhookFunctions): Reader {
@@ -70,14 +72,25 @@ function readerOf(ctx: IWebhookFunctions): Reader {
 				kept.delete(id);
 			}
 		}
-		if (!r.draining && r.queue.length === 0 && r.recent.size === 0 && r.unknown.size === 0) readers.delete(key);
+		if (!r.draining && r.queue.length === 0 && r.recent.size === 0 && r.unknown.size === 0)
+			readers.delete(key);
 	}
 	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
 	// waits behind every execution n8n is saving.
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${triggerKey(ctx.getWorkflow().id, ctx.getNode().id)}${credential}`;
 	let reader = readers.get(key);
-	if (!reader) readers.set(key, (reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map(), unknown: new Map() }));
+	if (!reader)
+		readers.set(
+			key,
+			(reader = {
+				queue: [],
+				draining: false,
+				lastReadAt: 0,
+				recent: new Map(),
+				unknown: new Map(),
+			}),
+		);
 	return reader;
 }
 
@@ -93,19 +106,29 @@ function keep(reader: Reader, job: Job): void {
 	reader.recent.delete(job.id);
 	reader.recent.set(job.id, { job, at: Date.now() });
 	for (const [id, kept] of reader.recent) {
-		if (reader.recent.size <= readBackLimits.recentJobs && Date.now() - kept.at <= readBackLimits.recentMs) break;
+		if (
+			reader.recent.size <= readBackLimits.recentJobs &&
+			Date.now() - kept.at <= readBackLimits.recentMs
+		)
+			break;
 		reader.recent.delete(id);
 	}
 }
 
 /** The event's job as the API returns it (or the error reading it), read with its neighbours. */
-export async function readTogether(ctx: IWebhookFunctions, event: CaptioningEvent, urgency: Urgency): Promise<Job | Error> {
+export async function readTogether(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+	urgency: Urgency,
+): Promise<Job | Error> {
 	const reader = readerOf(ctx);
 	const kept = recentFor(reader, event);
 	if (kept) return kept;
 	const unknown = reader.unknown.get(event.data.id);
 	if (unknown) return unknown.error;
-	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, event, urgency, resolve }));
+	const read = new Promise<Job | Error>((resolve) =>
+		reader.queue.push({ ctx, event, urgency, resolve }),
+	);
 	if (!reader.draining) void drain(reader);
 	return await read;
 }
@@ -120,17 +143,26 @@ async function drain(reader: Reader): Promise<void> {
 			// Read with the credentials of a request still waiting for the answer (the batch's first).
 			let read: Map<string, Job | Error>;
 			try {
-				const jobs = batch.map((w) => ({ id: w.event.data.id, created_at: String(w.event.data.created_at ?? '') }));
+				const jobs = batch.map((w) => ({
+					id: w.event.data.id,
+					created_at: String(w.event.data.created_at ?? ''),
+				}));
 				const urgency = batch.some((w) => w.urgency === 'answer') ? 'answer' : 'work';
-				read = await readJobsSettled(batch[0].ctx, jobs, { urgency, seen: (job) => keep(reader, job), retry: { maxTurnWaitMs: readBackLimits.answerWithinMs } });
+				read = await readJobsSettled(batch[0].ctx, jobs, {
+					urgency,
+					seen: (job) => keep(reader, job),
+					retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
+				});
 			} catch (error) {
 				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 			}
 			for (const [id, job] of read) {
 				if (!(job instanceof Error)) keep(reader, job);
-				else if (job instanceof NodeApiError && job.httpCode === '404') reader.unknown.set(id, { error: job, at: Date.now() });
+				else if (job instanceof NodeApiError && job.httpCode === '404')
+					reader.unknown.set(id, { error: job, at: Date.now() });
 			}
-			for (const w of batch) w.resolve(read.get(w.event.data.id) ?? new Error(`job ${w.event.data.id} was not read`));
+			for (const w of batch)
+				w.resolve(read.get(w.event.data.id) ?? new Error(`job ${w.event.data.id} was not read`));
 			// Events that came meanwhile, whose jobs this read already showed final: answered now.
 			reader.queue = reader.queue.filter((w) => {
 				const job = recentFor(reader, w.event);

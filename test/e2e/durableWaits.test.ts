@@ -19,17 +19,35 @@ const MEDIA = 'https://media.example.com/batch-wait';
 describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
+	const urls = (name: string, n: number) =>
+		Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
 	const equal = (name: string) => [`${MEDIA}/${name}.mp4`, `${MEDIA}/${name}.mp4`];
-	const lists = { five: urls('five', 5), poll: urls('poll', 2), restart: urls('restart', 3), race: urls('race', 4), timeout: urls('timeout', 2), equalHook: equal('equal-hook'), equalPoll: equal('equal-poll') };
-	const jobsOf = (list: string[]) => list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
+	const lists = {
+		five: urls('five', 5),
+		poll: urls('poll', 2),
+		restart: urls('restart', 3),
+		race: urls('race', 4),
+		timeout: urls('timeout', 2),
+		equalHook: equal('equal-hook'),
+		equalPoll: equal('equal-poll'),
+	};
+	const jobsOf = (list: string[]) =>
+		list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
 
 	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
 	/** Starts the workflow and waits until its execution waits, with every job ordered. */
-	const startWaiting = async (workflowId: string, hook: string, list: string[]): Promise<Execution> => {
+	const startWaiting = async (
+		workflowId: string,
+		hook: string,
+		list: string[],
+	): Promise<Execution> => {
 		expect(await call(hook)).toBe(200);
-		await waitFor('the orders', async () => (jobsOf(list).length === list.length ? true : undefined));
-		return await waitFor('the execution to wait', async () => (await executions(workflowId)).find((e) => e.status === 'waiting'));
+		await waitFor('the orders', async () =>
+			jobsOf(list).length === list.length ? true : undefined,
+		);
+		return await waitFor('the execution to wait', async () =>
+			(await executions(workflowId)).find((e) => e.status === 'waiting'),
+		);
 	};
 	const finished = async (workflowId: string, id: string) =>
 		await waitFor(`execution ${id} to finish`, async () => {
@@ -40,25 +58,61 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		const ids = new Set(jobsOf(list).map((j) => j.id));
 		return sb.ledger.deliveries.filter((d) => ids.has(d.jobId));
 	};
-	const hooked = ['wfBatchWaitFive', 'wfBatchPollLimit', 'wfBatchWaitBoot', 'wfBatchWaitRace', 'wfBatchWaitTime', 'wfEqualRowsHook', 'wfEqualRowsPoll'];
+	const hooked = [
+		'wfBatchWaitFive',
+		'wfBatchPollLimit',
+		'wfBatchWaitBoot',
+		'wfBatchWaitRace',
+		'wfBatchWaitTime',
+		'wfEqualRowsHook',
+		'wfEqualRowsPoll',
+	];
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
-		n8n = await createN8n(await installN8n(version));
-		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
-		// A per-workflow execution time limit of 20 s, shorter than its jobs take (n8n Cloud limits every execution so).
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, { executionTimeout: 20 })}`]);
-		// The same limit with Wait: Poll, to show it bites.
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchPollLimit', 'batch-poll-limit', lists.poll, 30, CREDENTIAL_ID, { executionTimeout: 20 }, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitBoot', 'batch-wait-restart', lists.restart, 30, CREDENTIAL_ID)}`]);
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID)}`]);
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`]);
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook, 30, CREDENTIAL_ID)}`]);
-		await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow('wfEqualRowsPoll', 'equal-rows-poll', lists.equalPoll, 1, CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
-		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
-		await n8n.start();
-		await activateOn1x(hooked);
-	}, 40 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+			n8n = await createN8n(await installN8n(version));
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+			]);
+			// A per-workflow execution time limit of 20 s, shorter than its jobs take (n8n Cloud limits every execution so).
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, { executionTimeout: 20 })}`,
+			]);
+			// The same limit with Wait: Poll, to show it bites.
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchPollLimit', 'batch-poll-limit', lists.poll, 30, CREDENTIAL_ID, { executionTimeout: 20 }, { waitForCompletion: 'poll', pollInterval: 2 })}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchWaitBoot', 'batch-wait-restart', lists.restart, 30, CREDENTIAL_ID)}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID)}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook, 30, CREDENTIAL_ID)}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfEqualRowsPoll', 'equal-rows-poll', lists.equalPoll, 1, CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`,
+			]);
+			if (version.startsWith('2.'))
+				for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
+			await n8n.start();
+			await activateOn1x(hooked);
+		},
+		40 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await n8n?.stop();
@@ -82,15 +136,28 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		expect(deliveries(lists.five).map((d) => d.status)).toEqual([200, 200, 200, 200, 200]);
 		const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
 		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
-		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(jobs.map((j, i) => [j.id, i === 2 ? 'cancelled' : 'completed']));
-		expect((await executions('wfBatchWaitFive')).filter((e) => e.id !== waiting.id)).toHaveLength(0);
-		console.log(`n8n ${version}: 5 items On Webhook, events 6 s apart (24 s > the 20 s limit): one resume, ${reads} reads for 5 events`);
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(
+			jobs.map((j, i) => [j.id, i === 2 ? 'cancelled' : 'completed']),
+		);
+		expect((await executions('wfBatchWaitFive')).filter((e) => e.id !== waiting.id)).toHaveLength(
+			0,
+		);
+		console.log(
+			`n8n ${version}: 5 items On Webhook, events 6 s apart (24 s > the 20 s limit): one resume, ${reads} reads for 5 events`,
+		);
 	}, 300000);
 
 	test('the same 20 s limit ends a Poll wait (the control): the execution is stopped, nothing reaches the next node', async () => {
 		expect(await call('batch-poll-limit')).toBe(200);
 		await waitFor('the orders', async () => (jobsOf(lists.poll).length === 2 ? true : undefined));
-		const stopped = await waitFor('the execution to be stopped', async () => (await executions('wfBatchPollLimit')).find((e) => !['running', 'new', 'waiting'].includes(e.status)), 90000);
+		const stopped = await waitFor(
+			'the execution to be stopped',
+			async () =>
+				(await executions('wfBatchPollLimit')).find(
+					(e) => !['running', 'new', 'waiting'].includes(e.status),
+				),
+			90000,
+		);
 		expect(['canceled', 'error']).toContain(stopped.status);
 		expect((await runDataOf(stopped.id)).Next).toBeUndefined();
 		console.log(`n8n ${version}: Poll under the 20 s limit: ${stopped.status}`);
@@ -103,7 +170,11 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		await sb.settleDeliveries();
 		await n8n.kill();
 		await n8n.start();
-		await waitFor('the execution to wait again', async () => ((await executions('wfBatchWaitBoot')).find((e) => e.id === waiting.id)?.status === 'waiting' ? true : undefined));
+		await waitFor('the execution to wait again', async () =>
+			(await executions('wfBatchWaitBoot')).find((e) => e.id === waiting.id)?.status === 'waiting'
+				? true
+				: undefined,
+		);
 		for (const job of rest) sb.completeJob(job.id);
 		await sb.settleDeliveries();
 		const done = await finished('wfBatchWaitBoot', waiting.id);
@@ -125,19 +196,27 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		const statuses = deliveries(lists.race).map((d) => d.status);
 		expect(statuses.every((s) => s !== null && s >= 200 && s < 300)).toBe(true);
 		expect(await executions('wfBatchWaitRace')).toHaveLength(1);
-		console.log(`n8n ${version}: the last two of 4 events at once: answers ${statuses.join(', ')}; 1 resume`);
+		console.log(
+			`n8n ${version}: the last two of 4 events at once: answers ${statuses.join(', ')}; 1 resume`,
+		);
 	}, 300000);
 
-	test('Timeout with no event: the next node gets the jobs (id, status), not the trigger\'s item', async () => {
+	test("Timeout with no event: the next node gets the jobs (id, status), not the trigger's item", async () => {
 		const waiting = await startWaiting('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout);
 		const done = await finished('wfBatchWaitTime', waiting.id);
 		expect(done.status).toBe('success');
 		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
-		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(jobsOf(lists.timeout).map((j) => [j.id, 'queued']));
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(
+			jobsOf(lists.timeout).map((j) => [j.id, 'queued']),
+		);
 	}, 300000);
 
 	test('equal rows with On Webhook: one job, and its event resumes both items', async () => {
-		const waiting = await startWaiting('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook.slice(0, 1));
+		const waiting = await startWaiting(
+			'wfEqualRowsHook',
+			'equal-rows-hook',
+			lists.equalHook.slice(0, 1),
+		);
 		const [job] = jobsOf(lists.equalHook.slice(0, 1));
 		expect(sb.ledger.jobs.filter((j) => j.body.media_url === lists.equalHook[0])).toHaveLength(1);
 		sb.completeJob(job.id);
@@ -153,11 +232,20 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 
 	test('equal rows with Poll: one job, both items end when it completes, well within the Timeout', async () => {
 		expect(await call('equal-rows-poll')).toBe(200);
-		await waitFor('the order', async () => (jobsOf(lists.equalPoll.slice(0, 1)).length === 1 ? true : undefined));
+		await waitFor('the order', async () =>
+			jobsOf(lists.equalPoll.slice(0, 1)).length === 1 ? true : undefined,
+		);
 		const [job] = jobsOf(lists.equalPoll.slice(0, 1));
 		await new Promise((r) => setTimeout(r, 3000));
 		sb.completeJob(job.id);
-		const done = await waitFor('the execution to end', async () => (await executions('wfEqualRowsPoll')).find((e) => !['running', 'new', 'waiting'].includes(e.status)), 50000);
+		const done = await waitFor(
+			'the execution to end',
+			async () =>
+				(await executions('wfEqualRowsPoll')).find(
+					(e) => !['running', 'new', 'waiting'].includes(e.status),
+				),
+			50000,
+		);
 		expect(done.status).toBe('success');
 		const next = (await runDataOf(done.id)).Next[0].data!.main![0]!;
 		expect(next.map((i) => [i.json.id, i.json.status])).toEqual([

@@ -22,14 +22,17 @@ describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) =
 	const work = tempFolder('captioning-flood-');
 	const out = path.join(work, 'polled');
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: null });
-		n8n = await createN8n(await installN8n(version), [work]);
-		await importFlood(n8n, sb, out, FLOOD.everySeconds);
-		const since = Date.now();
-		await n8n.start();
-		await activateFlood(n8n, sb, since);
-	}, 40 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: null });
+			n8n = await createN8n(await installN8n(version), [work]);
+			await importFlood(n8n, sb, out, FLOOD.everySeconds);
+			const since = Date.now();
+			await n8n.start();
+			await activateFlood(n8n, sb, since);
+		},
+		40 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await n8n?.stop();

@@ -40,24 +40,47 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	const { waitFor, newestId, jobsByExecution, activateOn1x } = executionsApi(() => n8n);
 	/** Once no execution of the workflow runs: its executions since `afterId`, and the jobs they hold. */
 	const stored = async (workflowId: string, afterId: number) => {
-		const running = async () => (await n8n.rest<{ results?: Execution[] }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId, status: ['new', 'running'] }))}`)).body.results ?? [];
-		await waitFor('every execution to end', async () => ((await running()).length === 0 ? true : undefined), 180000);
+		const running = async () =>
+			(
+				await n8n.rest<{ results?: Execution[] }>(
+					'GET',
+					`/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId, status: ['new', 'running'] }))}`,
+				)
+			).body.results ?? [];
+		await waitFor(
+			'every execution to end',
+			async () => ((await running()).length === 0 ? true : undefined),
+			180000,
+		);
 		const all = await jobsByExecution(workflowId, NODE_OF[workflowId], afterId);
-		return { all, crashed: all.filter((e) => e.status === 'crashed'), jobs: new Set(all.flatMap((e) => e.jobs)) };
+		return {
+			all,
+			crashed: all.filter((e) => e.status === 'crashed'),
+			jobs: new Set(all.flatMap((e) => e.jobs)),
+		};
 	};
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
-		mkdirSync(polledTo, { recursive: true });
-		n8n = await createN8n(await installN8n(version), [captionsTo]);
-		await importBurstWorkflows(n8n, sb, captionsTo);
-		await n8n.cli(['import:credentials', `--input=${tempJson('killed-poll-credentials.json', [{ id: POLL_CREDENTIAL, name: POLL_CREDENTIAL, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`]);
-		await n8n.cli(['import:workflow', `--input=${tempJson('killed-poll.json', pollingWorkflow({ id: POLL_WORKFLOW, credentialId: POLL_CREDENTIAL, everySeconds: 10, out: polledTo, filters: { metadataKey: 'suite', metadataValue: 'killed-poll' } }))}`]);
-		if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${POLL_WORKFLOW}`]);
-		await n8n.start();
-		await activateBurstWorkflows(n8n, true);
-		await activateOn1x([POLL_WORKFLOW]);
-	}, 40 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+			mkdirSync(polledTo, { recursive: true });
+			n8n = await createN8n(await installN8n(version), [captionsTo]);
+			await importBurstWorkflows(n8n, sb, captionsTo);
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('killed-poll-credentials.json', [{ id: POLL_CREDENTIAL, name: POLL_CREDENTIAL, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${tempJson('killed-poll.json', pollingWorkflow({ id: POLL_WORKFLOW, credentialId: POLL_CREDENTIAL, everySeconds: 10, out: polledTo, filters: { metadataKey: 'suite', metadataValue: 'killed-poll' } }))}`,
+			]);
+			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${POLL_WORKFLOW}`]);
+			await n8n.start();
+			await activateBurstWorkflows(n8n, true);
+			await activateOn1x([POLL_WORKFLOW]);
+		},
+		40 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await n8n?.stop();
@@ -65,7 +88,11 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	});
 
 	test(`the webhook trigger: ${BURST} completions with Attach Captions, n8n killed once a third are answered: every answered event has an execution`, async () => {
-		const { answeredBeforeKill, answered, executions, crashed, lost } = await killMidBurst(n8n, sb, BURST);
+		const { answeredBeforeKill, answered, executions, crashed, lost } = await killMidBurst(
+			n8n,
+			sb,
+			BURST,
+		);
 		console.log(
 			`n8n ${version}, killed mid-burst: ${answeredBeforeKill} events answered 200 before the kill, ${answered.size} of ${BURST} in all; ${executions.length} executions (${crashed.length} crashed); answered events with no execution: ${lost.length}`,
 		);
@@ -75,16 +102,29 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 		// A crashed execution holds its event: its Retry writes the captions.
 		if (crashed.length > 0) {
 			const [job] = crashed[0].jobs;
-			const retry = await n8n.rest<Execution>('POST', `/executions/${crashed[0].id}/retry`, { loadWorkflow: false });
+			const retry = await n8n.rest<Execution>('POST', `/executions/${crashed[0].id}/retry`, {
+				loadWorkflow: false,
+			});
 			expect(retry.status).toBe(200);
-			await waitFor('the retry to write the captions', async () => (existsSync(srtPath(captionsTo, job)) ? true : undefined), 60000);
+			await waitFor(
+				'the retry to write the captions',
+				async () => (existsSync(srtPath(captionsTo, job)) ? true : undefined),
+				60000,
+			);
 		}
 	}, 600000);
 
 	test(`the polling trigger: n8n killed while a poll's execution downloads ${POLLED} jobs' captions: every job is in an execution n8n stored, or reported again`, async () => {
 		const ids: string[] = [];
 		for (let n = 0; n < POLLED; n++) {
-			const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: `https://media.example.com/killed-poll-${n}.mp4`, metadata: { suite: 'killed-poll' } }) });
+			const res = await fetch(`${sb.baseUrl}/jobs`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+				body: JSON.stringify({
+					media_url: `https://media.example.com/killed-poll-${n}.mp4`,
+					metadata: { suite: 'killed-poll' },
+				}),
+			});
 			ids.push(((await res.json()) as { id: string }).id);
 		}
 		const since = await newestId();
@@ -94,8 +134,13 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 			for (const id of ids) sb.completeJob(id);
 			const written = () => readdirSync(polledTo).filter((f) => f.endsWith('.srt'));
 			// Killed while the poll's execution downloads (the files are written once every download is done).
-			const downloaded = () => sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId)).length;
-			await waitFor('the downloads under way', async () => (downloaded() >= 8 ? true : undefined), 120000);
+			const downloaded = () =>
+				sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId)).length;
+			await waitFor(
+				'the downloads under way',
+				async () => (downloaded() >= 8 ? true : undefined),
+				120000,
+			);
 			await n8n.kill();
 			const before = downloaded();
 			await n8n.start();
@@ -103,12 +148,25 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 			await new Promise((r) => setTimeout(r, 25000));
 			const { all, crashed, jobs } = await stored(POLL_WORKFLOW, since);
 			const lost = ids.filter((id) => !jobs.has(id));
-			console.log(`n8n ${version}, killed mid-report: ${before} of ${POLLED} captions downloaded before the kill; ${all.length} executions (${crashed.length} crashed); jobs in no execution: ${lost.length}`);
+			console.log(
+				`n8n ${version}, killed mid-report: ${before} of ${POLLED} captions downloaded before the kill; ${all.length} executions (${crashed.length} crashed); jobs in no execution: ${lost.length}`,
+			);
 			expect(lost).toEqual([]);
 			// The crashed execution's Retry writes what it had not written.
-			for (const execution of crashed) expect((await n8n.rest('POST', `/executions/${execution.id}/retry`, { loadWorkflow: false })).status).toBe(200);
-			await waitFor('every SRT', async () => (ids.every((id) => written().includes(`${id}.srt`)) ? true : undefined), 120000);
-			for (const id of ids) expect(readFileSync(path.join(polledTo, `${id}.srt`), 'utf8')).toMatch(/^1\n00:00:00,000 --> /);
+			for (const execution of crashed)
+				expect(
+					(await n8n.rest('POST', `/executions/${execution.id}/retry`, { loadWorkflow: false }))
+						.status,
+				).toBe(200);
+			await waitFor(
+				'every SRT',
+				async () => (ids.every((id) => written().includes(`${id}.srt`)) ? true : undefined),
+				120000,
+			);
+			for (const id of ids)
+				expect(readFileSync(path.join(polledTo, `${id}.srt`), 'utf8')).toMatch(
+					/^1\n00:00:00,000 --> /,
+				);
 		} finally {
 			sb.setRateLimits({});
 		}

@@ -24,7 +24,14 @@ function workflow(id: string, parameters: object, credentialId: string): string 
 		active: false,
 		settings: { executionOrder: 'v1' },
 		nodes: [
-			{ id: `${id}-start`, name: 'Start', type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, position: [0, 0], parameters: {} },
+			{
+				id: `${id}-start`,
+				name: 'Start',
+				type: 'n8n-nodes-base.manualTrigger',
+				typeVersion: 1,
+				position: [0, 0],
+				parameters: {},
+			},
 			{
 				id: `${id}-captioning`,
 				name: 'Captioning',
@@ -47,31 +54,70 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 	/** The Captioning node's first item, as `n8n execute --rawOutput` prints it (2.x prints log lines first). */
 	const run = async (id: string): Promise<Item> => {
 		const { stdout } = await n8n.cli(['execute', `--id=${id}`, '--rawOutput']);
-		const data = JSON.parse(stdout.slice(stdout.indexOf('\n{') + 1)) as { data: { resultData: { runData: Record<string, Array<{ data: { main: Item[][] } }>> } } };
+		const data = JSON.parse(stdout.slice(stdout.indexOf('\n{') + 1)) as {
+			data: { resultData: { runData: Record<string, Array<{ data: { main: Item[][] } }>> } };
+		};
 		return data.data.resultData.runData.Captioning[0].data.main[0][0];
 	};
-	const order = (name: string) => ({ resource: 'job', operation: 'create', source: 'url', mediaUrl: `${MEDIA}/${name}.mp4` });
+	const order = (name: string) => ({
+		resource: 'job',
+		operation: 'create',
+		source: 'url',
+		mediaUrl: `${MEDIA}/${name}.mp4`,
+	});
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: null });
-		const port = new URL(sb.baseUrl).port;
-		// 2.x: n8n's SSRF protection on, loopback blocked (its default ranges) but for the sandbox's address.
-		const ssrf = is2x ? { N8N_SSRF_PROTECTION_ENABLED: 'true', N8N_SSRF_ALLOWED_IP_RANGES: '127.0.0.1/32' } : {};
-		n8n = await createN8n(await installN8n(version), [], ssrf);
-		await n8n.cli([
-			'import:credentials',
-			`--input=${tempJson('credentials.json', [
-				{ id: 'faultsService', name: 'faultsService', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
-				{ id: 'faultsNobody', name: 'faultsNobody', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: 'http://127.0.0.1:9/v1' } },
-				// Another loopback address, which n8n's SSRF protection blocks (2.x); nothing listens there.
-				{ id: 'faultsBlocked', name: 'faultsBlocked', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: `http://127.0.0.2:${port}/v1` } },
-			])}`,
-		]);
-		await n8n.cli(['import:workflow', `--input=${workflow('wfFaultReset001', order('reset'), 'faultsService')}`]);
-		await n8n.cli(['import:workflow', `--input=${workflow('wfFaultRefused1', { resource: 'account', operation: 'get' }, 'faultsNobody')}`]);
-		await n8n.cli(['import:workflow', `--input=${workflow('wfFaultSsrf0001', { resource: 'account', operation: 'get' }, 'faultsBlocked')}`]);
-		await n8n.cli(['import:workflow', `--input=${workflow('wfFaultHour0001', order('an-hour'), 'faultsService')}`]);
-	}, 40 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: null });
+			const port = new URL(sb.baseUrl).port;
+			// 2.x: n8n's SSRF protection on, loopback blocked (its default ranges) but for the sandbox's address.
+			const ssrf = is2x
+				? { N8N_SSRF_PROTECTION_ENABLED: 'true', N8N_SSRF_ALLOWED_IP_RANGES: '127.0.0.1/32' }
+				: {};
+			n8n = await createN8n(await installN8n(version), [], ssrf);
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', [
+					{
+						id: 'faultsService',
+						name: 'faultsService',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+					},
+					{
+						id: 'faultsNobody',
+						name: 'faultsNobody',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: 'http://127.0.0.1:9/v1' },
+					},
+					// Another loopback address, which n8n's SSRF protection blocks (2.x); nothing listens there.
+					{
+						id: 'faultsBlocked',
+						name: 'faultsBlocked',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: `http://127.0.0.2:${port}/v1` },
+					},
+				])}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${workflow('wfFaultReset001', order('reset'), 'faultsService')}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${workflow('wfFaultRefused1', { resource: 'account', operation: 'get' }, 'faultsNobody')}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${workflow('wfFaultSsrf0001', { resource: 'account', operation: 'get' }, 'faultsBlocked')}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${workflow('wfFaultHour0001', order('an-hour'), 'faultsService')}`,
+			]);
+		},
+		40 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await sb?.close();
@@ -91,17 +137,27 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 
 	test('a refused connection is a network failure, tried again, then named with its code', async () => {
 		const item = await run('wfFaultRefused1');
-		expect(item.json.error).toBe('Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)');
+		expect(item.json.error).toBe(
+			'Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)',
+		);
 		expect(String(item.json.description)).toMatch(/No response arrived in 6 attempts/);
 	}, 120000);
 
-	(is2x ? test : test.skip)("a request n8n's SSRF protection refuses: named so, not tried again, nothing reached the service", async () => {
-		sb.resetLedger();
-		const item = await run('wfFaultSsrf0001');
-		expect(String(item.json.error)).toMatch(/^n8n did not send the request to the captioning service at http:\/\/127\.0\.0\.2:\d+: The request was blocked/);
-		expect(String(item.json.description)).toMatch(/n8n's own policy refused the request before it left/);
-		expect(sb.ledger.requests).toHaveLength(0);
-	}, 120000);
+	(is2x ? test : test.skip)(
+		"a request n8n's SSRF protection refuses: named so, not tried again, nothing reached the service",
+		async () => {
+			sb.resetLedger();
+			const item = await run('wfFaultSsrf0001');
+			expect(String(item.json.error)).toMatch(
+				/^n8n did not send the request to the captioning service at http:\/\/127\.0\.0\.2:\d+: The request was blocked/,
+			);
+			expect(String(item.json.description)).toMatch(
+				/n8n's own policy refused the request before it left/,
+			);
+			expect(sb.ledger.requests).toHaveLength(0);
+		},
+		120000,
+	);
 
 	test('a 429 asking for an hour fails the order at once (nothing held for an hour), naming the wait', async () => {
 		sb.resetLedger();
@@ -110,6 +166,8 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 		const item = await run('wfFaultHour0001');
 		expect(String(item.json.error)).toMatch(/\[HTTP 429 rate_limited\]$/);
 		expect(sb.ledger.jobs).toHaveLength(0);
-		console.log(`n8n ${version}: a 429 with Retry-After 3600 ended the order after ${Date.now() - started} ms`);
+		console.log(
+			`n8n ${version}: a 429 with Retry-After 3600 ended the order after ${Date.now() - started} ms`,
+		);
 	}, 120000);
 });

@@ -20,15 +20,42 @@ const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').f
 const CREDENTIAL_ID = 'captioningPayOnce';
 const MEDIA = 'https://media.example.com/pay-once';
 
-const node = (id: string, name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
+const node = (
+	id: string,
+	name: string,
+	type: string,
+	typeVersion: number,
+	parameters: object,
+	x: number,
+	extra: object = {},
+) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
 const captioning = (id: string, typeVersion: number, parameters: object) =>
-	node(id, 'Order', 'n8n-nodes-captioning.captioning', typeVersion, { resource: 'job', operation: 'create', ...parameters }, 600, {
-		credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
-	});
-const chain = (names: string[]) => Object.fromEntries(names.slice(0, -1).map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]));
+	node(
+		id,
+		'Order',
+		'n8n-nodes-captioning.captioning',
+		typeVersion,
+		{ resource: 'job', operation: 'create', ...parameters },
+		600,
+		{
+			credentials: { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } },
+		},
+	);
+const chain = (names: string[]) =>
+	Object.fromEntries(
+		names
+			.slice(0, -1)
+			.map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]),
+	);
 
 /** Webhook (POST /webhook/<path>) → the media URLs → one item each → Job → Create → No Operation. */
-function urlWorkflow(id: string, hook: string, urls: string[], typeVersion: number, parameters: object): string {
+function urlWorkflow(
+	id: string,
+	hook: string,
+	urls: string[],
+	typeVersion: number,
+	parameters: object,
+): string {
 	return tempJson(`${id}.json`, {
 		id,
 		name: `Pay once: ${id}`,
@@ -36,8 +63,23 @@ function urlWorkflow(id: string, hook: string, urls: string[], typeVersion: numb
 		active: false,
 		settings: { executionOrder: 'v1' },
 		nodes: [
-			node(id, 'Request', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} }, 0, { webhookId: `${id}-hook` }),
-			node(id, 'Media', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ urls }) }, 200),
+			node(
+				id,
+				'Request',
+				'n8n-nodes-base.webhook',
+				2,
+				{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
+				0,
+				{ webhookId: `${id}-hook` },
+			),
+			node(
+				id,
+				'Media',
+				'n8n-nodes-base.set',
+				3.4,
+				{ mode: 'raw', jsonOutput: JSON.stringify({ urls }) },
+				200,
+			),
 			node(id, 'Each', 'n8n-nodes-base.splitOut', 1, { fieldToSplitOut: 'urls' }, 400),
 			captioning(id, typeVersion, { source: 'url', mediaUrl: '={{ $json.urls }}', ...parameters }),
 			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
@@ -50,9 +92,23 @@ function urlWorkflow(id: string, hook: string, urls: string[], typeVersion: numb
  * Manual Trigger (or, with `hook`, a Webhook) → Read Files from Disk (the folder's videos) → Job →
  * Create from the binary → No Operation.
  */
-function binaryWorkflow(id: string, folder: string, typeVersion: number, parameters: object, hook?: string): string {
+function binaryWorkflow(
+	id: string,
+	folder: string,
+	typeVersion: number,
+	parameters: object,
+	hook?: string,
+): string {
 	const start = hook
-		? node(id, 'Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} }, 0, { webhookId: `${id}-hook` })
+		? node(
+				id,
+				'Start',
+				'n8n-nodes-base.webhook',
+				2,
+				{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
+				0,
+				{ webhookId: `${id}-hook` },
+			)
 		: node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0);
 	return tempJson(`${id}.json`, {
 		id,
@@ -62,7 +118,14 @@ function binaryWorkflow(id: string, folder: string, typeVersion: number, paramet
 		settings: { executionOrder: 'v1' },
 		nodes: [
 			start,
-			node(id, 'Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: `${folder}/*.mp4`, options: {} }, 200),
+			node(
+				id,
+				'Files',
+				'n8n-nodes-base.readWriteFile',
+				1,
+				{ fileSelector: `${folder}/*.mp4`, options: {} },
+				200,
+			),
 			captioning(id, typeVersion, { source: 'binary', binaryPropertyName: 'data', ...parameters }),
 			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
 		],
@@ -76,24 +139,45 @@ function binaryWorkflow(id: string, folder: string, typeVersion: number, paramet
  * start with one; every node after it is the template's own.
  */
 function s3Template(s3: S3Server): string {
-	const template = JSON.parse(readFileSync(path.resolve(__dirname, '../../examples/s3-captions.json'), 'utf8').replaceAll('my-videos', s3.bucket)) as {
-		nodes: Array<{ name: string; type: string; typeVersion: number; parameters: object; credentials?: object }>;
+	const template = JSON.parse(
+		readFileSync(path.resolve(__dirname, '../../examples/s3-captions.json'), 'utf8').replaceAll(
+			'my-videos',
+			s3.bucket,
+		),
+	) as {
+		nodes: Array<{
+			name: string;
+			type: string;
+			typeVersion: number;
+			parameters: object;
+			credentials?: object;
+		}>;
 	};
 	for (const n of template.nodes) {
-		if (n.type === 'n8n-nodes-base.scheduleTrigger') Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
-		if (n.type === 'n8n-nodes-base.awsS3') n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
-		if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
-		if (n.type === 'n8n-nodes-captioning.captioning') Object.assign(n.credentials!, { captioningS3Api: { id: 's3Media', name: 'Local S3 media' } });
+		if (n.type === 'n8n-nodes-base.scheduleTrigger')
+			Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
+		if (n.type === 'n8n-nodes-base.awsS3')
+			n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
+		if (n.type.startsWith('n8n-nodes-captioning.'))
+			n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
+		if (n.type === 'n8n-nodes-captioning.captioning')
+			Object.assign(n.credentials!, { captioningS3Api: { id: 's3Media', name: 'Local S3 media' } });
 	}
-	return tempJson('s3-template.json', { ...template, id: 'wfPayS3Template', versionId: 'wfPayS3Template-v1' });
+	return tempJson('s3-template.json', {
+		...template,
+		id: 'wfPayS3Template',
+		versionId: 'wfPayS3Template-v1',
+	});
 }
 
 describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
 	const work = tempFolder('captioning-pay-once-');
-	const urls = (name: string, n: number) => Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
-	const jobsOf = (list: string[]) => sb.ledger.jobs.filter((j) => list.includes(j.body.media_url as string));
+	const urls = (name: string, n: number) =>
+		Array.from({ length: n }, (_, i) => `${MEDIA}/${name}-${i}.mp4`);
+	const jobsOf = (list: string[]) =>
+		sb.ledger.jobs.filter((j) => list.includes(j.body.media_url as string));
 	const chargesOf = (list: string[]) => {
 		const ids = new Set(jobsOf(list).map((j) => j.id));
 		return sb.ledger.charges.filter((c) => ids.has(c.jobId));
@@ -101,59 +185,135 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 
 	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
 	/** n8n's Retry button: a new execution, answered when it ends. Returns the new execution. */
-	const retry = async (workflowId: string, id: string, loadWorkflow: boolean): Promise<Execution> => {
+	const retry = async (
+		workflowId: string,
+		id: string,
+		loadWorkflow: boolean,
+	): Promise<Execution> => {
 		const before = new Set((await executions(workflowId)).map((e) => e.id));
 		const res = await n8n.rest('POST', `/executions/${id}/retry`, { loadWorkflow });
-		if (res.status !== 200) throw new Error(`retry of ${id} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`);
-		return await waitFor('the retry to be listed', async () => (await executions(workflowId)).find((e) => !before.has(e.id) && e.status !== 'running'));
+		if (res.status !== 200)
+			throw new Error(
+				`retry of ${id} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 500)}`,
+			);
+		return await waitFor('the retry to be listed', async () =>
+			(await executions(workflowId)).find((e) => !before.has(e.id) && e.status !== 'running'),
+		);
 	};
 
 	const failing = { a: urls('retry-original', 5), b: urls('retry-saved', 5) };
 	const waiting = urls('crash', 3);
-	const hooked = ['wfPayRetryOrig1', 'wfPayRetrySaved', 'wfPayCrashPoll1', 'wfPayHookCustom', 'wfPayHookAuto01'];
+	const hooked = [
+		'wfPayRetryOrig1',
+		'wfPayRetrySaved',
+		'wfPayCrashPoll1',
+		'wfPayHookCustom',
+		'wfPayHookAuto01',
+	];
 
 	let s3: S3Server;
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
-		s3 = await startS3();
-		n8n = await createN8n(await installN8n(version), [work]);
-		await n8n.cli(['import:credentials', `--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
-		// One order at a time, so that the fourth fails after three went through.
-		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, { batching: { concurrency: 1 } })}`]);
-		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1, { batching: { concurrency: 1 } })}`]);
-		await n8n.cli(['import:workflow', `--input=${urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1, { waitForCompletion: 'poll', pollInterval: 2, timeout: 30 })}`]);
-		for (const [id, typeVersion, parameters] of [
-			['wfPayBinCustom1', 1, { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' }],
-			['wfPayBinAuto001', 1, {}],
-		] as const) {
-			const folder = path.join(work, id);
-			mkdirSync(folder, { recursive: true });
-			for (const name of ['lecture', 'interview']) writeFileSync(path.join(folder, `${name}.mp4`), Buffer.alloc(2 * 1024 * 1024, `${id} ${name}`));
-			await n8n.cli(['import:workflow', `--input=${binaryWorkflow(id, folder, typeVersion, parameters)}`]);
-		}
-		// The Google Drive template's order node: Binary File, On Webhook, Custom Key (and the same with Automatic).
-		for (const [id, hook, parameters] of [
-			['wfPayHookCustom', 'pay-once-hook-custom', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' }],
-			['wfPayHookAuto01', 'pay-once-hook-auto', {}],
-		] as const) {
-			const folder = path.join(work, id);
-			mkdirSync(folder, { recursive: true });
-			for (const name of ['keynote', 'panel']) writeFileSync(path.join(folder, `${name}.mp4`), Buffer.alloc(1024 * 1024, `${id} ${name}`));
-			await n8n.cli(['import:workflow', `--input=${binaryWorkflow(id, folder, 1, { ...parameters, waitForCompletion: 'webhook', timeout: 240 }, hook)}`]);
-		}
-		await n8n.cli([
-			'import:credentials',
-			`--input=${tempJson('aws.json', [
-				{ id: 'awsLocal', name: 'Local S3', type: 'aws', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, temporaryCredentials: false, customEndpoints: true, s3Endpoint: s3.endpoint } },
-				{ id: 's3Media', name: 'Local S3 media', type: 'captioningS3Api', data: { region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, endpoint: s3.endpoint, forcePathStyle: true } },
-			])}`,
-		]);
-		await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
-		if (version.startsWith('2.')) for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
-		await n8n.start();
-		await activateOn1x(hooked);
-	}, 40 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
+			s3 = await startS3();
+			n8n = await createN8n(await installN8n(version), [work]);
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+			]);
+			// One order at a time, so that the fourth fails after three went through.
+			await n8n.cli([
+				'import:workflow',
+				`--input=${urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, { batching: { concurrency: 1 } })}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1, { batching: { concurrency: 1 } })}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1, { waitForCompletion: 'poll', pollInterval: 2, timeout: 30 })}`,
+			]);
+			for (const [id, typeVersion, parameters] of [
+				[
+					'wfPayBinCustom1',
+					1,
+					{ idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' },
+				],
+				['wfPayBinAuto001', 1, {}],
+			] as const) {
+				const folder = path.join(work, id);
+				mkdirSync(folder, { recursive: true });
+				for (const name of ['lecture', 'interview'])
+					writeFileSync(
+						path.join(folder, `${name}.mp4`),
+						Buffer.alloc(2 * 1024 * 1024, `${id} ${name}`),
+					);
+				await n8n.cli([
+					'import:workflow',
+					`--input=${binaryWorkflow(id, folder, typeVersion, parameters)}`,
+				]);
+			}
+			// The Google Drive template's order node: Binary File, On Webhook, Custom Key (and the same with Automatic).
+			for (const [id, hook, parameters] of [
+				[
+					'wfPayHookCustom',
+					'pay-once-hook-custom',
+					{ idempotency: 'custom', idempotencyKey: '={{ "drive-" + $binary.data.fileName }}' },
+				],
+				['wfPayHookAuto01', 'pay-once-hook-auto', {}],
+			] as const) {
+				const folder = path.join(work, id);
+				mkdirSync(folder, { recursive: true });
+				for (const name of ['keynote', 'panel'])
+					writeFileSync(
+						path.join(folder, `${name}.mp4`),
+						Buffer.alloc(1024 * 1024, `${id} ${name}`),
+					);
+				await n8n.cli([
+					'import:workflow',
+					`--input=${binaryWorkflow(id, folder, 1, { ...parameters, waitForCompletion: 'webhook', timeout: 240 }, hook)}`,
+				]);
+			}
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('aws.json', [
+					{
+						id: 'awsLocal',
+						name: 'Local S3',
+						type: 'aws',
+						data: {
+							region: 'us-east-1',
+							accessKeyId: s3.accessKeyId,
+							secretAccessKey: s3.secretAccessKey,
+							temporaryCredentials: false,
+							customEndpoints: true,
+							s3Endpoint: s3.endpoint,
+						},
+					},
+					{
+						id: 's3Media',
+						name: 'Local S3 media',
+						type: 'captioningS3Api',
+						data: {
+							region: 'us-east-1',
+							accessKeyId: s3.accessKeyId,
+							secretAccessKey: s3.secretAccessKey,
+							endpoint: s3.endpoint,
+							forcePathStyle: true,
+						},
+					},
+				])}`,
+			]);
+			await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
+			if (version.startsWith('2.'))
+				for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
+			await n8n.start();
+			await activateOn1x(hooked);
+		},
+		40 * 60 * 1000,
+	);
 
 	beforeEach(() => sb?.clearFaults());
 
@@ -164,81 +324,149 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 	});
 
 	test.each([
-		['the original workflow (loadWorkflow: false)', 'wfPayRetryOrig1', 'pay-once-original', 'a', false],
+		[
+			'the original workflow (loadWorkflow: false)',
+			'wfPayRetryOrig1',
+			'pay-once-original',
+			'a',
+			false,
+		],
 		['the saved workflow (loadWorkflow: true)', 'wfPayRetrySaved', 'pay-once-saved', 'b', true],
-	] as const)("a batch fails at its fourth order; n8n's Retry with %s: every item one job, one charge", async (_name, workflowId, hook, list, loadWorkflow) => {
-		// From the fourth order on, the service answers 500 to every attempt (the node makes six), so the
-		// execution fails with three orders placed.
-		sb.injectFault('POST /jobs', { status: 500, after: 3, times: 1000 });
-		expect(await call(hook)).toBe(200);
-		const failed = await waitFor('the execution to fail', async () => (await executions(workflowId)).find((e) => e.status === 'error'));
-		const orderedFirst = jobsOf(failing[list]).map((j) => j.id);
-		expect(orderedFirst).toHaveLength(3);
+	] as const)(
+		"a batch fails at its fourth order; n8n's Retry with %s: every item one job, one charge",
+		async (_name, workflowId, hook, list, loadWorkflow) => {
+			// From the fourth order on, the service answers 500 to every attempt (the node makes six), so the
+			// execution fails with three orders placed.
+			sb.injectFault('POST /jobs', { status: 500, after: 3, times: 1000 });
+			expect(await call(hook)).toBe(200);
+			const failed = await waitFor('the execution to fail', async () =>
+				(await executions(workflowId)).find((e) => e.status === 'error'),
+			);
+			const orderedFirst = jobsOf(failing[list]).map((j) => j.id);
+			expect(orderedFirst).toHaveLength(3);
 
-		sb.clearFaults();
-		const retried = await retry(workflowId, failed.id, loadWorkflow);
-		expect(retried.status).toBe('success');
-		expect(jobsOf(failing[list])).toHaveLength(5);
-		expect(chargesOf(failing[list])).toHaveLength(5);
-		const out = (await runDataOf(retried.id)).Order[0].data!.main![0]!;
-		expect(out.map((i) => i.json.media)).toEqual(failing[list].map((url) => expect.objectContaining({ url })));
-		expect(out.filter((i) => i.json.idempotent_replayed === true).map((i) => i.json.id).sort()).toEqual([...orderedFirst].sort());
-		console.log(`n8n ${version}, Retry (loadWorkflow: ${loadWorkflow}): 5 items → ${jobsOf(failing[list]).length} jobs, ${chargesOf(failing[list]).length} charges; ${orderedFirst.length} replayed`);
-	}, 240000);
+			sb.clearFaults();
+			const retried = await retry(workflowId, failed.id, loadWorkflow);
+			expect(retried.status).toBe('success');
+			expect(jobsOf(failing[list])).toHaveLength(5);
+			expect(chargesOf(failing[list])).toHaveLength(5);
+			const out = (await runDataOf(retried.id)).Order[0].data!.main![0]!;
+			expect(out.map((i) => i.json.media)).toEqual(
+				failing[list].map((url) => expect.objectContaining({ url })),
+			);
+			expect(
+				out
+					.filter((i) => i.json.idempotent_replayed === true)
+					.map((i) => i.json.id)
+					.sort(),
+			).toEqual([...orderedFirst].sort());
+			console.log(
+				`n8n ${version}, Retry (loadWorkflow: ${loadWorkflow}): 5 items → ${jobsOf(failing[list]).length} jobs, ${chargesOf(failing[list]).length} charges; ${orderedFirst.length} replayed`,
+			);
+		},
+		240000,
+	);
 
 	test.each([
 		['Custom Key (the templates)', 'wfPayBinCustom1'],
 		['Automatic', 'wfPayBinAuto001'],
-	])('Binary File with %s, run twice: one upload, one job and one charge per file; the second run replayed, no 409', async (_name, workflowId) => {
-		const before = { jobs: sb.ledger.jobs.length, uploads: sb.ledger.uploads.length, charges: sb.ledger.charges.length };
-		const postsBefore = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length;
-		await n8n.cli(['execute', `--id=${workflowId}`]);
-		await n8n.cli(['execute', `--id=${workflowId}`]);
-		const after = { jobs: sb.ledger.jobs.length - before.jobs, uploads: sb.ledger.uploads.length - before.uploads, charges: sb.ledger.charges.length - before.charges };
-		expect(after).toEqual({ jobs: 2, uploads: 2, charges: 2 });
-		const statuses = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').slice(postsBefore).map((r) => r.status);
-		expect(statuses.sort()).toEqual([200, 200, 201, 201]);
-		console.log(`n8n ${version}, ${workflowId} run twice: 2 files → ${after.uploads} uploads, ${after.jobs} jobs, ${after.charges} charges, POST /jobs ${statuses.join(',')}`);
-	}, 240000);
+	])(
+		'Binary File with %s, run twice: one upload, one job and one charge per file; the second run replayed, no 409',
+		async (_name, workflowId) => {
+			const before = {
+				jobs: sb.ledger.jobs.length,
+				uploads: sb.ledger.uploads.length,
+				charges: sb.ledger.charges.length,
+			};
+			const postsBefore = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length;
+			await n8n.cli(['execute', `--id=${workflowId}`]);
+			await n8n.cli(['execute', `--id=${workflowId}`]);
+			const after = {
+				jobs: sb.ledger.jobs.length - before.jobs,
+				uploads: sb.ledger.uploads.length - before.uploads,
+				charges: sb.ledger.charges.length - before.charges,
+			};
+			expect(after).toEqual({ jobs: 2, uploads: 2, charges: 2 });
+			const statuses = sb.ledger.requests
+				.filter((r) => r.route === 'POST /jobs')
+				.slice(postsBefore)
+				.map((r) => r.status);
+			expect(statuses.sort()).toEqual([200, 200, 201, 201]);
+			console.log(
+				`n8n ${version}, ${workflowId} run twice: 2 files → ${after.uploads} uploads, ${after.jobs} jobs, ${after.charges} charges, POST /jobs ${statuses.join(',')}`,
+			);
+		},
+		240000,
+	);
 
 	test.each([
 		['a Custom Key (the Google Drive template)', 'wfPayHookCustom', 'pay-once-hook-custom'],
 		['Automatic', 'wfPayHookAuto01', 'pay-once-hook-auto'],
-	])('On Webhook with %s, run twice with the same files (the second once the first has ended): one job and one charge per file, both executions success with the completed jobs', async (_name, workflowId, hook) => {
-		const before = { jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length };
-		expect(await call(hook)).toBe(200);
-		const first = await waitFor('the first execution to wait', async () => (await executions(workflowId)).find((e) => e.status === 'waiting'));
-		const ordered = sb.ledger.jobs.slice(before.jobs).map((j) => j.id);
-		expect(ordered).toHaveLength(2);
-		for (const id of ordered) sb.completeJob(id);
-		await sb.settleDeliveries();
-		await waitFor('the first execution to resume', async () => ((await executions(workflowId)).find((e) => e.id === first.id)?.status === 'success' ? true : undefined));
+	])(
+		'On Webhook with %s, run twice with the same files (the second once the first has ended): one job and one charge per file, both executions success with the completed jobs',
+		async (_name, workflowId, hook) => {
+			const before = { jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length };
+			expect(await call(hook)).toBe(200);
+			const first = await waitFor('the first execution to wait', async () =>
+				(await executions(workflowId)).find((e) => e.status === 'waiting'),
+			);
+			const ordered = sb.ledger.jobs.slice(before.jobs).map((j) => j.id);
+			expect(ordered).toHaveLength(2);
+			for (const id of ordered) sb.completeJob(id);
+			await sb.settleDeliveries();
+			await waitFor('the first execution to resume', async () =>
+				(await executions(workflowId)).find((e) => e.id === first.id)?.status === 'success'
+					? true
+					: undefined,
+			);
 
-		expect(await call(hook)).toBe(200);
-		const second = await waitFor('the second execution to end', async () => (await executions(workflowId)).find((e) => e.id !== first.id && !['new', 'running', 'waiting'].includes(e.status)));
-		expect(second.status).toBe('success');
-		expect({ jobs: sb.ledger.jobs.length - before.jobs, charges: sb.ledger.charges.length - before.charges }).toEqual({ jobs: 2, charges: 2 });
-		const next = (await runDataOf(second.id)).Next[0].data!.main![0]!;
-		expect(next.map((i) => [i.json.status, i.json.idempotent_replayed]).sort()).toEqual([
-			['completed', true],
-			['completed', true],
-		]);
-		expect(next.map((i) => i.json.id).sort()).toEqual([...ordered].sort());
-		console.log(`n8n ${version}, On Webhook ${workflowId} run twice: 2 files → 2 jobs, 2 charges; the second execution ${second.status} with the completed jobs, replayed`);
-	}, 240000);
+			expect(await call(hook)).toBe(200);
+			const second = await waitFor('the second execution to end', async () =>
+				(await executions(workflowId)).find(
+					(e) => e.id !== first.id && !['new', 'running', 'waiting'].includes(e.status),
+				),
+			);
+			expect(second.status).toBe('success');
+			expect({
+				jobs: sb.ledger.jobs.length - before.jobs,
+				charges: sb.ledger.charges.length - before.charges,
+			}).toEqual({ jobs: 2, charges: 2 });
+			const next = (await runDataOf(second.id)).Next[0].data!.main![0]!;
+			expect(next.map((i) => [i.json.status, i.json.idempotent_replayed]).sort()).toEqual([
+				['completed', true],
+				['completed', true],
+			]);
+			expect(next.map((i) => i.json.id).sort()).toEqual([...ordered].sort());
+			console.log(
+				`n8n ${version}, On Webhook ${workflowId} run twice: 2 files → 2 jobs, 2 charges; the second execution ${second.status} with the completed jobs, replayed`,
+			);
+		},
+		240000,
+	);
 
-	test('n8n is killed during a Poll wait; after the restart, the crashed execution\'s Retry pays for nothing more and hands on the jobs first ordered', async () => {
+	test("n8n is killed during a Poll wait; after the restart, the crashed execution's Retry pays for nothing more and hands on the jobs first ordered", async () => {
 		expect(await call('pay-once-crash')).toBe(200);
 		await waitFor('three orders', async () => (jobsOf(waiting).length === 3 ? true : undefined));
 		const first = jobsOf(waiting).map((j) => j.id);
 		await new Promise((r) => setTimeout(r, 2500)); // a poll round or so into the wait
 		await n8n.kill();
 		await n8n.start();
-		const crashed = await waitFor('the execution to be marked crashed', async () => (await executions('wfPayCrashPoll1')).find((e) => e.status === 'crashed'));
+		const crashed = await waitFor('the execution to be marked crashed', async () =>
+			(await executions('wfPayCrashPoll1')).find((e) => e.status === 'crashed'),
+		);
 
 		const retrying = retry('wfPayCrashPoll1', crashed.id, false);
 		// The jobs finish while the retry waits for them.
-		await waitFor('the retry to replay the orders', async () => (sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && r.status === 200 && waiting.includes(r.body?.media_url as string)).length >= 3 ? true : undefined));
+		await waitFor('the retry to replay the orders', async () =>
+			sb.ledger.requests.filter(
+				(r) =>
+					r.route === 'POST /jobs' &&
+					r.status === 200 &&
+					waiting.includes(r.body?.media_url as string),
+			).length >= 3
+				? true
+				: undefined,
+		);
 		for (const id of first) sb.completeJob(id);
 		const retried = await retrying;
 		expect(retried.status).toBe('success');
@@ -248,7 +476,9 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		expect(next.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(
 			waiting.map((url) => [jobsOf([url])[0].id, 'completed', true]),
 		);
-		console.log(`n8n ${version}, crash during Poll then Retry: 3 items → ${jobsOf(waiting).length} jobs, ${chargesOf(waiting).length} charges`);
+		console.log(
+			`n8n ${version}, crash during Poll then Retry: 3 items → ${jobsOf(waiting).length} jobs, ${chargesOf(waiting).length} charges`,
+		);
 	}, 300000);
 
 	test('the S3 template run three times against a real S3-compatible server: the service fetches each new video from S3, n8n reads no media byte, nothing is ordered twice', async () => {
@@ -257,28 +487,66 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		// Captions land next to the videos: the template's filter must not order them as videos.
 		await s3.put('incoming/earlier.srt', '1\n00:00:00,000 --> 00:00:01,000\nHello\n');
 		// n8n's own reads of an object (the AWS S3 node signs in a header; the service's fetch carries the signature in the query).
-		const n8nReads = () => s3.requests.filter((r) => r.method === 'GET' && /\/incoming\/[^?]+\.mp4/.test(r.url) && !r.url.includes('X-Amz-Signature')).length;
-		const s3Jobs = () => sb.ledger.jobs.filter((j) => String((j.body.metadata as Record<string, string> | undefined)?.s3_key ?? '').startsWith('incoming/'));
-		const s3Posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs' && String((r.body as { metadata?: Record<string, string> } | undefined)?.metadata?.s3_key ?? '').startsWith('incoming/'));
-		const fetchedOk = () => sb.ledger.mediaFetches.filter((f) => f.url.includes('/incoming/') && f.status === 206).length;
+		const n8nReads = () =>
+			s3.requests.filter(
+				(r) =>
+					r.method === 'GET' &&
+					/\/incoming\/[^?]+\.mp4/.test(r.url) &&
+					!r.url.includes('X-Amz-Signature'),
+			).length;
+		const s3Jobs = () =>
+			sb.ledger.jobs.filter((j) =>
+				String((j.body.metadata as Record<string, string> | undefined)?.s3_key ?? '').startsWith(
+					'incoming/',
+				),
+			);
+		const s3Posts = () =>
+			sb.ledger.requests.filter(
+				(r) =>
+					r.route === 'POST /jobs' &&
+					String(
+						(r.body as { metadata?: Record<string, string> } | undefined)?.metadata?.s3_key ?? '',
+					).startsWith('incoming/'),
+			);
+		const fetchedOk = () =>
+			sb.ledger.mediaFetches.filter((f) => f.url.includes('/incoming/') && f.status === 206).length;
 
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
-		expect({ n8nReads: n8nReads(), uploads: sb.ledger.uploads.filter((u) => /keynote|panel/.test(String(u.filename))).length, jobs: s3Jobs().length }).toEqual({ n8nReads: 0, uploads: 0, jobs: 2 });
-		expect(s3Jobs().map((j) => j.body.metadata)).toEqual(expect.arrayContaining([{ s3_bucket: s3.bucket, s3_key: 'incoming/keynote.mp4' }, { s3_bucket: s3.bucket, s3_key: 'incoming/panel.mp4' }]));
+		expect({
+			n8nReads: n8nReads(),
+			uploads: sb.ledger.uploads.filter((u) => /keynote|panel/.test(String(u.filename))).length,
+			jobs: s3Jobs().length,
+		}).toEqual({ n8nReads: 0, uploads: 0, jobs: 2 });
+		expect(s3Jobs().map((j) => j.body.metadata)).toEqual(
+			expect.arrayContaining([
+				{ s3_bucket: s3.bucket, s3_key: 'incoming/keynote.mp4' },
+				{ s3_bucket: s3.bucket, s3_key: 'incoming/panel.mp4' },
+			]),
+		);
 		await sb.settleDeliveries();
 		expect(fetchedOk()).toBe(2);
 
 		const listed = s3.requests.filter((r) => r.url.includes('list-type=2')).length;
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
 		expect(s3.requests.filter((r) => r.url.includes('list-type=2')).length).toBe(listed + 1);
-		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ n8nReads: 0, jobs: 2, orders: 2 });
+		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({
+			n8nReads: 0,
+			jobs: 2,
+			orders: 2,
+		});
 
 		// A new object: only it is checked and ordered.
 		await s3.put('incoming/q-and-a.mp4', Buffer.alloc(1024 * 1024, 'q and a'));
 		await n8n.cli(['execute', '--id=wfPayS3Template']);
-		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ n8nReads: 0, jobs: 3, orders: 3 });
+		expect({ n8nReads: n8nReads(), jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({
+			n8nReads: 0,
+			jobs: 3,
+			orders: 3,
+		});
 		await sb.settleDeliveries();
 		expect(fetchedOk()).toBe(3);
-		console.log(`n8n ${version}, S3 template run 3 times (2 objects, then a third): n8n's GETs of a video ${n8nReads()}, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent, the service fetched ${fetchedOk()} from S3`);
+		console.log(
+			`n8n ${version}, S3 template run 3 times (2 objects, then a third): n8n's GETs of a video ${n8nReads()}, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent, the service fetched ${fetchedOk()} from S3`,
+		);
 	}, 240000);
 });

@@ -5,7 +5,14 @@
 // the webhook process after the worker that ordered is stopped; a batch of files on the workers;
 // the polling trigger polls once per interval for the whole cluster. It also measures what n8n gives a
 // trigger against two copies of one event arriving at two webhook processes at once.
-import { existsSync, mkdirSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+	existsSync,
+	mkdirSync,
+	readdirSync,
+	readFileSync,
+	truncateSync,
+	writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 
 import { tlsPair } from '../helpers/https';
@@ -35,63 +42,176 @@ interface Execution {
 	status: string;
 }
 
-type Node = { name: string; type: string; typeVersion: number; parameters: Record<string, unknown>; credentials?: unknown; webhookId?: string };
+type Node = {
+	name: string;
+	type: string;
+	typeVersion: number;
+	parameters: Record<string, unknown>;
+	credentials?: unknown;
+	webhookId?: string;
+};
 
 /** An example workflow as a user imports it, pointed at this test's folder and credentials. */
-function example(name: string, id: string, work: string, webhookUrl: string, credentialId = 'captioningSandbox'): string {
-	const text = readFileSync(path.join(examples, `${name}.json`), 'utf8').replaceAll('/tmp/captioning-demo', work).replaceAll('https://n8n.example.com', webhookUrl);
+function example(
+	name: string,
+	id: string,
+	work: string,
+	webhookUrl: string,
+	credentialId = 'captioningSandbox',
+): string {
+	const text = readFileSync(path.join(examples, `${name}.json`), 'utf8')
+		.replaceAll('/tmp/captioning-demo', work)
+		.replaceAll('https://n8n.example.com', webhookUrl);
 	const wf = JSON.parse(text) as { nodes: Node[] };
-	for (const node of wf.nodes) if (node.credentials) node.credentials = { captioningApi: { id: credentialId, name: credentialId } };
+	for (const node of wf.nodes)
+		if (node.credentials)
+			node.credentials = { captioningApi: { id: credentialId, name: credentialId } };
 	return tempJson(`${name}.json`, { ...wf, id });
 }
 
 const credentials = { captioningApi: { id: 'captioningSandbox', name: 'captioningSandbox' } };
 /** Two batches ordered at once on the two workers, at the workspace's write limit. */
 const TWO_WORKERS = { items: 100, writeLimit: 5 };
-const twoWorkerUrls = (batch: string) => Array.from({ length: TWO_WORKERS.items }, (_, n) => `https://media.example.com/queue-${batch}-${n}.mp4`);
+const twoWorkerUrls = (batch: string) =>
+	Array.from(
+		{ length: TWO_WORKERS.items },
+		(_, n) => `https://media.example.com/queue-${batch}-${n}.mp4`,
+	);
 
 type Step = [name: string, type: string, typeVersion: number, parameters: object, extra?: object];
 
 /** A workflow whose nodes run one after the other, left to right. */
 function chain(id: string, name: string, steps: Step[]): string {
-	const nodes = steps.map(([stepName, type, typeVersion, parameters, extra], i) => ({ id: `${id}-${i}`, name: stepName, type, typeVersion, parameters, position: [i * 200, 0], ...extra }));
-	const connections = Object.fromEntries(nodes.slice(0, -1).map((n, i) => [n.name, { main: [[{ node: nodes[i + 1].name, type: 'main', index: 0 }]] }]));
+	const nodes = steps.map(([stepName, type, typeVersion, parameters, extra], i) => ({
+		id: `${id}-${i}`,
+		name: stepName,
+		type,
+		typeVersion,
+		parameters,
+		position: [i * 200, 0],
+		...extra,
+	}));
+	const connections = Object.fromEntries(
+		nodes
+			.slice(0, -1)
+			.map((n, i) => [n.name, { main: [[{ node: nodes[i + 1].name, type: 'main', index: 0 }]] }]),
+	);
 	return tempJson(`${id}.json`, { id, name, nodes, connections });
 }
 
 /** Webhook → Read Files from Disk (a glob) → Job → Create (v1.1, upload, Poll) → Get Captions → Write. */
 function batchWorkflow(id: string, glob: string, out: string): string {
 	return chain(id, 'Queue: caption a folder', [
-		['Files Arrived', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'caption-folder', responseMode: 'onReceived', options: {} }, { webhookId: '7d1e2f30-4a5b-4c6d-8e9f-0a1b2c3d4e5f' }],
+		[
+			'Files Arrived',
+			'n8n-nodes-base.webhook',
+			2,
+			{ httpMethod: 'POST', path: 'caption-folder', responseMode: 'onReceived', options: {} },
+			{ webhookId: '7d1e2f30-4a5b-4c6d-8e9f-0a1b2c3d4e5f' },
+		],
 		['Read Files', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: glob, options: {} }],
-		['Order and Wait', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 'binary', binaryPropertyName: 'data', title: '={{ $binary.data.fileName }}', waitForCompletion: 'poll', pollInterval: 2, timeout: 10 }, { credentials }],
-		['Get Captions', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, { credentials }],
-		['Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${out}/{{ $binary.data.fileName }}`, dataPropertyName: 'data', options: {} }],
+		[
+			'Order and Wait',
+			'n8n-nodes-captioning.captioning',
+			1,
+			{
+				resource: 'job',
+				operation: 'create',
+				source: 'binary',
+				binaryPropertyName: 'data',
+				title: '={{ $binary.data.fileName }}',
+				waitForCompletion: 'poll',
+				pollInterval: 2,
+				timeout: 10,
+			},
+			{ credentials },
+		],
+		[
+			'Get Captions',
+			'n8n-nodes-captioning.captioning',
+			1,
+			{
+				resource: 'job',
+				operation: 'getCaptions',
+				jobId: '={{ $json.id }}',
+				formats: ['srt'],
+				binaryPropertyName: 'data',
+			},
+			{ credentials },
+		],
+		[
+			'Write SRT',
+			'n8n-nodes-base.readWriteFile',
+			1,
+			{
+				operation: 'write',
+				fileName: `=${out}/{{ $binary.data.fileName }}`,
+				dataPropertyName: 'data',
+				options: {},
+			},
+		],
 	]);
 }
 
 /** Webhook → Read Files from Disk → Upload → Create: the file is over the database mode's limit. */
 function bigFileWorkflow(id: string, file: string): string {
 	return chain(id, 'Queue: a file over the limit', [
-		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 'too-big', responseMode: 'onReceived', options: {} }, { webhookId: '0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f' }],
+		[
+			'Start',
+			'n8n-nodes-base.webhook',
+			2,
+			{ httpMethod: 'POST', path: 'too-big', responseMode: 'onReceived', options: {} },
+			{ webhookId: '0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f' },
+		],
 		['Read File', 'n8n-nodes-base.readWriteFile', 1, { fileSelector: file, options: {} }],
-		['Upload', 'n8n-nodes-captioning.captioning', 1, { resource: 'upload', operation: 'create', binaryPropertyName: 'data' }, { credentials }],
+		[
+			'Upload',
+			'n8n-nodes-captioning.captioning',
+			1,
+			{ resource: 'upload', operation: 'create', binaryPropertyName: 'data' },
+			{ credentials },
+		],
 	]);
 }
 
 /** Webhook → the object → Job → Create (S3 Object, no wait): the service fetches it from S3. */
 function s3ObjectWorkflow(id: string, bucket: string, key: string): string {
 	return chain(id, 'Queue: caption a 2 GiB S3 object', [
-		['Start', 'n8n-nodes-base.webhook', 2, { httpMethod: 'POST', path: 's3-object', responseMode: 'onReceived', options: {} }, { webhookId: '5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c' }],
-		['Object', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) }],
-		['Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}' }, { credentials: { ...credentials, captioningS3Api: { id: 'queueS3', name: 'queueS3' } } }],
+		[
+			'Start',
+			'n8n-nodes-base.webhook',
+			2,
+			{ httpMethod: 'POST', path: 's3-object', responseMode: 'onReceived', options: {} },
+			{ webhookId: '5e4d3c2b-1a09-4f8e-9d7c-6b5a4f3e2d1c' },
+		],
+		[
+			'Object',
+			'n8n-nodes-base.set',
+			3.4,
+			{ mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) },
+		],
+		[
+			'Order',
+			'n8n-nodes-captioning.captioning',
+			1,
+			{
+				resource: 'job',
+				operation: 'create',
+				source: 's3',
+				s3Bucket: '={{ $json.bucket }}',
+				s3Key: '={{ $json.key }}',
+			},
+			{ credentials: { ...credentials, captioningS3Api: { id: 'queueS3', name: 'queueS3' } } },
+		],
 	]);
 }
 
 /** Resident memory of a process, from /proc (MiB). */
 function rssMiB(pid: number | undefined): number {
 	if (!pid) return 0;
-	const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+	const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+		.split('\n')
+		.find((l) => l.startsWith('VmRSS:'));
 	return line ? Number(line.replace(/\D+/g, '')) / 1024 : 0;
 }
 
@@ -103,22 +223,44 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	let hooks: N8nProcess[] = [];
 	let workers: N8nProcess[] = [];
 	let s3: S3Server;
-	const batchWaitUrls = Array.from({ length: 4 }, (_, i) => `https://media.example.com/queue-batch-wait-${i}.mp4`);
+	const batchWaitUrls = Array.from(
+		{ length: 4 },
+		(_, i) => `https://media.example.com/queue-batch-wait-${i}.mp4`,
+	);
 	const work = tempFolder('captioning-queue-');
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
 	const executions = async (workflowId: string) => {
-		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>(
+			'GET',
+			`/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`,
+		);
 		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
 	};
-	const logs = () => [n8n, ...hooks, ...workers].map((p) => `--- ${'process' in p ? 'main' : p.command} ---\n${p.log().split('\n').filter((l) => !/^ - N8N_|deprecat|license SDK/i.test(l)).join('\n').slice(-2500)}`).join('\n');
+	const logs = () =>
+		[n8n, ...hooks, ...workers]
+			.map(
+				(p) =>
+					`--- ${'process' in p ? 'main' : p.command} ---\n${p
+						.log()
+						.split('\n')
+						.filter((l) => !/^ - N8N_|deprecat|license SDK/i.test(l))
+						.join('\n')
+						.slice(-2500)}`,
+			)
+			.join('\n');
 	const waitFor = async <T>(probe: () => Promise<T | undefined>, ms = 60000): Promise<T> => {
 		const deadline = Date.now() + ms;
 		for (;;) {
 			const value = await probe();
 			if (value !== undefined) return value;
 			if (Date.now() > deadline) {
-				const requests = sb.ledger.requests.slice(-12).map((r) => `${new Date(r.at).toISOString()} ${r.method} ${r.path} ${r.status} ${r.keyName}`).join('\n');
+				const requests = sb.ledger.requests
+					.slice(-12)
+					.map(
+						(r) => `${new Date(r.at).toISOString()} ${r.method} ${r.path} ${r.status} ${r.keyName}`,
+					)
+					.join('\n');
 				const service = `uploads ${sb.ledger.uploads.length} (complete ${sb.ledger.uploads.filter((u) => u.complete).length}), jobs ${sb.ledger.jobs.length}, requests ${sb.ledger.requests.length}, the last:\n${requests}`;
 				throw new Error(`timed out; the service saw ${service}\nlast log lines:\n${logs()}`);
 			}
@@ -126,85 +268,197 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		}
 	};
 	/** Which worker ran (or resumed) an execution, from n8n's own log line. */
-	const ranOn = (executionId: string) => workers.filter((w) => w.log().includes(`Worker started execution ${executionId} `));
+	const ranOn = (executionId: string) =>
+		workers.filter((w) => w.log().includes(`Worker started execution ${executionId} `));
 	const post = async (base: string, pathname: string, body: unknown) => {
-		const res = await request(`${base}${pathname}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+		const res = await request(`${base}${pathname}`, {
+			method: 'POST',
+			dispatcher: tls,
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify(body),
+		});
 		return { status: res.statusCode, text: await res.body.text() };
 	};
 	const order = async (body: Record<string, unknown>) => {
-		const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify(body),
+		});
 		return ((await res.json()) as { id: string }).id;
 	};
 
-	beforeAll(async () => {
-		await ensurePackages();
-		const [install, postgres, redisServer] = await Promise.all([installN8n(VERSION), startPostgres(), startRedis()]);
-		pg = postgres;
-		redis = redisServer;
-		sb = await createSandbox({ timing: { queuedMs: 300, processingMs: 1500 }, webhook: { ca: tlsPair().cert } });
-		s3 = await startS3();
-		await s3.putLarge('lectures/semester.mp4', S3_OBJECT_BYTES);
-		const hookPorts = [await freePort(), await freePort()];
-		n8n = await createN8n(install, [work], {
-			DB_TYPE: 'postgresdb',
-			DB_POSTGRESDB_HOST: '127.0.0.1',
-			DB_POSTGRESDB_PORT: String(pg.port),
-			DB_POSTGRESDB_DATABASE: 'n8n',
-			DB_POSTGRESDB_USER: 'n8n',
-			DB_POSTGRESDB_PASSWORD: '',
-			EXECUTIONS_MODE: 'queue',
-			QUEUE_BULL_REDIS_HOST: '127.0.0.1',
-			QUEUE_BULL_REDIS_PORT: String(redis.port),
-			// Production webhooks only on the webhook processes; the URLs n8n hands out point at the first.
-			N8N_DISABLE_PRODUCTION_MAIN_PROCESS: 'true',
-			WEBHOOK_URL: `https://127.0.0.1:${hookPorts[0]}/`,
-			N8N_BINARY_DATA_DATABASE_MAX_FILE_SIZE: String(DB_MAX_FILE_MIB),
-			N8N_ENCRYPTION_KEY: 'queue-mode-e2e-encryption-key',
-		});
-		for (const dir of ['captions', 'polled', 'waited', 'batch', 'batch-out', 'big']) mkdirSync(path.join(work, dir), { recursive: true });
-		for (let i = 0; i < 20; i++) writeFileSync(path.join(work, 'batch', `clip-${String(i).padStart(2, '0')}.mp4`), Buffer.alloc(5 * 1024 * 1024, i));
-		// Sparse: the size without writing the bytes.
-		writeFileSync(path.join(work, 'big', 'over-limit.mp4'), '');
-		truncateSync(path.join(work, 'big', 'over-limit.mp4'), (DB_MAX_FILE_MIB + 2) * 1024 * 1024);
+	beforeAll(
+		async () => {
+			await ensurePackages();
+			const [install, postgres, redisServer] = await Promise.all([
+				installN8n(VERSION),
+				startPostgres(),
+				startRedis(),
+			]);
+			pg = postgres;
+			redis = redisServer;
+			sb = await createSandbox({
+				timing: { queuedMs: 300, processingMs: 1500 },
+				webhook: { ca: tlsPair().cert },
+			});
+			s3 = await startS3();
+			await s3.putLarge('lectures/semester.mp4', S3_OBJECT_BYTES);
+			const hookPorts = [await freePort(), await freePort()];
+			n8n = await createN8n(install, [work], {
+				DB_TYPE: 'postgresdb',
+				DB_POSTGRESDB_HOST: '127.0.0.1',
+				DB_POSTGRESDB_PORT: String(pg.port),
+				DB_POSTGRESDB_DATABASE: 'n8n',
+				DB_POSTGRESDB_USER: 'n8n',
+				DB_POSTGRESDB_PASSWORD: '',
+				EXECUTIONS_MODE: 'queue',
+				QUEUE_BULL_REDIS_HOST: '127.0.0.1',
+				QUEUE_BULL_REDIS_PORT: String(redis.port),
+				// Production webhooks only on the webhook processes; the URLs n8n hands out point at the first.
+				N8N_DISABLE_PRODUCTION_MAIN_PROCESS: 'true',
+				WEBHOOK_URL: `https://127.0.0.1:${hookPorts[0]}/`,
+				N8N_BINARY_DATA_DATABASE_MAX_FILE_SIZE: String(DB_MAX_FILE_MIB),
+				N8N_ENCRYPTION_KEY: 'queue-mode-e2e-encryption-key',
+			});
+			for (const dir of ['captions', 'polled', 'waited', 'batch', 'batch-out', 'big'])
+				mkdirSync(path.join(work, dir), { recursive: true });
+			for (let i = 0; i < 20; i++)
+				writeFileSync(
+					path.join(work, 'batch', `clip-${String(i).padStart(2, '0')}.mp4`),
+					Buffer.alloc(5 * 1024 * 1024, i),
+				);
+			// Sparse: the size without writing the bytes.
+			writeFileSync(path.join(work, 'big', 'over-limit.mp4'), '');
+			truncateSync(path.join(work, 'big', 'over-limit.mp4'), (DB_MAX_FILE_MIB + 2) * 1024 * 1024);
 
-		// The first CLI run creates n8n's tables in Postgres; the processes start on a ready database.
-		await n8n.cli([
-			'import:credentials',
-			`--input=${tempJson('credentials.json', [
-				{ id: 'captioningSandbox', name: 'captioningSandbox', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
-				// The polling trigger reads with a key of its own, so its reads can be told apart in the ledger.
-				{ id: 'captioningPoller', name: 'captioningPoller', type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } },
-				{ id: 'queueS3', name: 'queueS3', type: 'captioningS3Api', data: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true } },
-			])}`,
-		]);
-		const webhookBase = `https://127.0.0.1:${hookPorts[0]}`;
-		const polling = JSON.parse(readFileSync(example('poll-finished-jobs', 'wfQueuePolling1', work, webhookBase, 'captioningPoller'), 'utf8')) as { nodes: Node[] };
-		polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
-		const workflows: Array<[string, string]> = [
-			['wfQueueStore001', example('store-captions', 'wfQueueStore001', work, webhookBase)],
-			['wfQueueWaitHook', example('order-and-wait-webhook', 'wfQueueWaitHook', work, webhookBase)],
-			['wfQueueBatch001', batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`)],
-			['wfQueuePolling1', tempJson('poll.json', polling)],
-			['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
-			['wfQueueS3Object', s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4')],
-			['wfQueueBatchHook', batchWaitWorkflow('wfQueueBatchHook', 'queue-batch-wait', batchWaitUrls, 30, 'captioningSandbox')],
-			['wfQueueTwoA0001', batchWaitWorkflow('wfQueueTwoA0001', 'queue-two-a', twoWorkerUrls('a'), 10, 'captioningSandbox', {}, { waitForCompletion: 'none' })],
-			['wfQueueTwoB0001', batchWaitWorkflow('wfQueueTwoB0001', 'queue-two-b', twoWorkerUrls('b'), 10, 'captioningSandbox', {}, { waitForCompletion: 'none' })],
-		];
-		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
-		for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
+			// The first CLI run creates n8n's tables in Postgres; the processes start on a ready database.
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', [
+					{
+						id: 'captioningSandbox',
+						name: 'captioningSandbox',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+					},
+					// The polling trigger reads with a key of its own, so its reads can be told apart in the ledger.
+					{
+						id: 'captioningPoller',
+						name: 'captioningPoller',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl },
+					},
+					{
+						id: 'queueS3',
+						name: 'queueS3',
+						type: 'captioningS3Api',
+						data: {
+							accessKeyId: s3.accessKeyId,
+							secretAccessKey: s3.secretAccessKey,
+							region: 'us-east-1',
+							endpoint: s3.endpoint,
+							forcePathStyle: true,
+						},
+					},
+				])}`,
+			]);
+			const webhookBase = `https://127.0.0.1:${hookPorts[0]}`;
+			const polling = JSON.parse(
+				readFileSync(
+					example('poll-finished-jobs', 'wfQueuePolling1', work, webhookBase, 'captioningPoller'),
+					'utf8',
+				),
+			) as { nodes: Node[] };
+			polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
+			const workflows: Array<[string, string]> = [
+				['wfQueueStore001', example('store-captions', 'wfQueueStore001', work, webhookBase)],
+				[
+					'wfQueueWaitHook',
+					example('order-and-wait-webhook', 'wfQueueWaitHook', work, webhookBase),
+				],
+				[
+					'wfQueueBatch001',
+					batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`),
+				],
+				['wfQueuePolling1', tempJson('poll.json', polling)],
+				['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
+				[
+					'wfQueueS3Object',
+					s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4'),
+				],
+				[
+					'wfQueueBatchHook',
+					batchWaitWorkflow(
+						'wfQueueBatchHook',
+						'queue-batch-wait',
+						batchWaitUrls,
+						30,
+						'captioningSandbox',
+					),
+				],
+				[
+					'wfQueueTwoA0001',
+					batchWaitWorkflow(
+						'wfQueueTwoA0001',
+						'queue-two-a',
+						twoWorkerUrls('a'),
+						10,
+						'captioningSandbox',
+						{},
+						{ waitForCompletion: 'none' },
+					),
+				],
+				[
+					'wfQueueTwoB0001',
+					batchWaitWorkflow(
+						'wfQueueTwoB0001',
+						'queue-two-b',
+						twoWorkerUrls('b'),
+						10,
+						'captioningSandbox',
+						{},
+						{ waitForCompletion: 'none' },
+					),
+				],
+			];
+			for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
+			for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
 
-		hooks = await Promise.all(hookPorts.map((port) => n8n.process('webhook', { N8N_PORT: String(port) })));
-		workers = await Promise.all([n8n.process('worker'), n8n.process('worker')]);
-		await Promise.all([n8n.start(), ...hooks.map((h) => h.start()), ...workers.map((w) => w.start())]);
-		// Main activates published workflows after it answers (their webhooks go into Postgres for the
-		// webhook processes): until then the webhook processes answer 404.
-		await waitFor(async () => ((await Promise.all(hooks.map((h) => post(h.url, triggerPath, {})))).every((r) => r.status !== 404) ? true : undefined), 120000);
-		// …and the polling trigger counts from its activation, which reads the open lists, the newest
-		// job and the open lists again (5 reads, its own key): wait until all are answered, so that the
-		// tests' jobs finish after activation, not during it.
-		await waitFor(async () => (sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.status !== null).length >= 5 ? true : undefined), 120000);
-	}, 40 * 60 * 1000);
+			hooks = await Promise.all(
+				hookPorts.map((port) => n8n.process('webhook', { N8N_PORT: String(port) })),
+			);
+			workers = await Promise.all([n8n.process('worker'), n8n.process('worker')]);
+			await Promise.all([
+				n8n.start(),
+				...hooks.map((h) => h.start()),
+				...workers.map((w) => w.start()),
+			]);
+			// Main activates published workflows after it answers (their webhooks go into Postgres for the
+			// webhook processes): until then the webhook processes answer 404.
+			await waitFor(
+				async () =>
+					(await Promise.all(hooks.map((h) => post(h.url, triggerPath, {})))).every(
+						(r) => r.status !== 404,
+					)
+						? true
+						: undefined,
+				120000,
+			);
+			// …and the polling trigger counts from its activation, which reads the open lists, the newest
+			// job and the open lists again (5 reads, its own key): wait until all are answered, so that the
+			// tests' jobs finish after activation, not during it.
+			await waitFor(
+				async () =>
+					sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.status !== null).length >=
+					5
+						? true
+						: undefined,
+				120000,
+			);
+		},
+		40 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await Promise.all([...workers, ...hooks].map((p) => p.stop()));
@@ -214,14 +468,22 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		await s3?.close();
 	}, 120000);
 
-	test("a trigger event arrives at a webhook process and runs on a worker; a redelivery and a forged event start nothing; main serves no production webhook", async () => {
+	test('a trigger event arrives at a webhook process and runs on a worker; a redelivery and a forged event start nothing; main serves no production webhook', async () => {
 		sb.setWebhook({ duplicate: true });
-		const id = await order({ media_url: 'https://media.example.com/weekly.mp4', title: 'Queue Weekly', webhook_url: `${hooks[0].url}${triggerPath}` });
+		const id = await order({
+			media_url: 'https://media.example.com/weekly.mp4',
+			title: 'Queue Weekly',
+			webhook_url: `${hooks[0].url}${triggerPath}`,
+		});
 		sb.completeJob(id);
 		await sb.settleDeliveries();
 		sb.setWebhook({ duplicate: false });
-		expect(sb.ledger.deliveries.filter((d) => d.jobId === id).map((d) => d.status)).toEqual([200, 200]);
-		await waitFor(async () => (existsSync(path.join(work, 'captions', 'Queue Weekly.srt')) ? true : undefined));
+		expect(sb.ledger.deliveries.filter((d) => d.jobId === id).map((d) => d.status)).toEqual([
+			200, 200,
+		]);
+		await waitFor(async () =>
+			existsSync(path.join(work, 'captions', 'Queue Weekly.srt')) ? true : undefined,
+		);
 		const runs = await waitFor(async () => {
 			const list = await executions('wfQueueStore001');
 			return list.length && list.every((e) => e.status === 'success') ? list : undefined;
@@ -230,9 +492,21 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		expect(ranOn(runs[0].id)).toHaveLength(1);
 		expect(hooks[0].log()).not.toMatch(/Worker started execution/);
 
-		const forged = await post(hooks[1].url, triggerPath, { id: 'evt_forged', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...sb.job(id), id: 'job_forged_0001' } });
+		const forged = await post(hooks[1].url, triggerPath, {
+			id: 'evt_forged',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { ...sb.job(id), id: 'job_forged_0001' },
+		});
 		expect(forged.status).toBeGreaterThanOrEqual(400);
-		const onMain = await post(n8n.url, triggerPath, { id: 'evt_x', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(id) });
+		const onMain = await post(n8n.url, triggerPath, {
+			id: 'evt_x',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: sb.job(id),
+		});
 		expect(onMain.status).toBe(404);
 		await new Promise((r) => setTimeout(r, 1500));
 		expect(await executions('wfQueueStore001')).toHaveLength(1);
@@ -242,20 +516,37 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		sb.setTiming(null); // the job completes when this test says, after the worker is gone
 		let first: N8nProcess | undefined;
 		try {
-			const res = await post(hooks[0].url, '/webhook/captioning-order', { media_url: 'https://media.example.com/all-hands.mp4', title: 'All Hands' });
+			const res = await post(hooks[0].url, '/webhook/captioning-order', {
+				media_url: 'https://media.example.com/all-hands.mp4',
+				title: 'All Hands',
+			});
 			expect(res.status).toBe(200);
-			const job = await waitFor(async () => sb.ledger.jobs.find((j) => j.body.title === 'All Hands'));
-			expect(String(job.body.webhook_url)).toMatch(new RegExp(`^${hooks[0].url}/webhook-waiting/\\d+/`));
-			const waiting = await waitFor(async () => (await executions('wfQueueWaitHook')).find((e) => e.status === 'waiting'));
+			const job = await waitFor(async () =>
+				sb.ledger.jobs.find((j) => j.body.title === 'All Hands'),
+			);
+			expect(String(job.body.webhook_url)).toMatch(
+				new RegExp(`^${hooks[0].url}/webhook-waiting/\\d+/`),
+			);
+			const waiting = await waitFor(async () =>
+				(await executions('wfQueueWaitHook')).find((e) => e.status === 'waiting'),
+			);
 			first = ranOn(waiting.id)[0];
 			expect(first).toBeDefined();
 			await first.stop();
 
 			sb.completeJob(job.id);
 			await sb.settleDeliveries();
-			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toContain(200);
-			await waitFor(async () => (existsSync(path.join(work, 'captions', 'All Hands.srt')) ? true : undefined));
-			const done = await waitFor(async () => (await executions('wfQueueWaitHook')).find((e) => e.id === waiting.id && e.status === 'success'));
+			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toContain(
+				200,
+			);
+			await waitFor(async () =>
+				existsSync(path.join(work, 'captions', 'All Hands.srt')) ? true : undefined,
+			);
+			const done = await waitFor(async () =>
+				(await executions('wfQueueWaitHook')).find(
+					(e) => e.id === waiting.id && e.status === 'success',
+				),
+			);
 			expect(done).toBeDefined();
 			// Resumed and finished by the other worker.
 			const other = workers.find((w) => w !== first)!;
@@ -272,10 +563,16 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		try {
 			expect((await post(hooks[1].url, '/webhook/queue-batch-wait', {})).status).toBe(200);
 			const jobs = await waitFor(async () => {
-				const found = batchWaitUrls.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url));
-				return found.every(Boolean) ? (found as Array<{ id: string; body: Record<string, unknown> }>) : undefined;
+				const found = batchWaitUrls.map((url) =>
+					sb.ledger.jobs.find((j) => j.body.media_url === url),
+				);
+				return found.every(Boolean)
+					? (found as Array<{ id: string; body: Record<string, unknown> }>)
+					: undefined;
 			});
-			const waiting = await waitFor(async () => (await executions('wfQueueBatchHook')).find((e) => e.status === 'waiting'));
+			const waiting = await waitFor(async () =>
+				(await executions('wfQueueBatchHook')).find((e) => e.status === 'waiting'),
+			);
 			first = ranOn(waiting.id)[0];
 			expect(first).toBeDefined();
 			await first.stop();
@@ -286,12 +583,33 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			const last = jobs.slice(2).map((job) => sb.completeJob(job.id));
 			const resumeUrl = String(jobs[0].body.webhook_url);
 			const ownPath = new URL(resumeUrl).pathname + new URL(resumeUrl).search;
-			const direct = await Promise.all(last.map(async (job, n) => await post(hooks[1].url, ownPath, { id: `evt_queue_direct_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: job })));
+			const direct = await Promise.all(
+				last.map(
+					async (job, n) =>
+						await post(hooks[1].url, ownPath, {
+							id: `evt_queue_direct_${n}`,
+							object: 'event',
+							type: 'job.completed',
+							created_at: new Date().toISOString(),
+							data: job,
+						}),
+				),
+			);
 			await sb.settleDeliveries();
-			const done = await waitFor(async () => (await executions('wfQueueBatchHook')).find((e) => e.id === waiting.id && e.status === 'success'), 120000);
+			const done = await waitFor(
+				async () =>
+					(await executions('wfQueueBatchHook')).find(
+						(e) => e.id === waiting.id && e.status === 'success',
+					),
+				120000,
+			);
 			expect(done).toBeDefined();
-			expect(sb.ledger.deliveries.filter((d) => jobs.some((j) => j.id === d.jobId)).map((d) => d.status)).toEqual([200, 200, 200, 200]);
-			console.log(`queue mode: batch On Webhook, the last two events also at the second webhook process: answers ${direct.map((r) => r.status).join(', ')}`);
+			expect(
+				sb.ledger.deliveries.filter((d) => jobs.some((j) => j.id === d.jobId)).map((d) => d.status),
+			).toEqual([200, 200, 200, 200]);
+			console.log(
+				`queue mode: batch On Webhook, the last two events also at the second webhook process: answers ${direct.map((r) => r.status).join(', ')}`,
+			);
 			expect(direct.every((r) => r.status < 500)).toBe(true);
 			const other = workers.find((w) => w !== first)!;
 			expect(other.log()).toMatch(new RegExp(`Worker finished execution ${waiting.id} `));
@@ -306,26 +624,46 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		const uploadsBefore = sb.ledger.uploads.length;
 		const jobsBefore = sb.ledger.jobs.length;
 		expect((await post(hooks[0].url, '/webhook/caption-folder', {})).status).toBe(200);
-		const run = await waitFor(async () => (await executions('wfQueueBatch001')).find((e) => e.status !== 'running' && e.status !== 'new'), 180000);
+		const run = await waitFor(
+			async () =>
+				(await executions('wfQueueBatch001')).find(
+					(e) => e.status !== 'running' && e.status !== 'new',
+				),
+			180000,
+		);
 		expect(run.status).toBe('success');
 		expect(ranOn(run.id)).toHaveLength(1);
 		const uploads = sb.ledger.uploads.slice(uploadsBefore);
-		expect(uploads.map((u) => u.filename).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `clip-${String(i).padStart(2, '0')}.mp4`));
+		expect(uploads.map((u) => u.filename).sort()).toEqual(
+			Array.from({ length: 20 }, (_, i) => `clip-${String(i).padStart(2, '0')}.mp4`),
+		);
 		expect(uploads.every((u) => u.complete && u.receivedBytes === 5 * 1024 * 1024)).toBe(true);
 		const jobs = sb.ledger.jobs.slice(jobsBefore);
 		expect(new Set(jobs.map((j) => j.body.upload_id)).size).toBe(20);
 		expect(jobs).toHaveLength(20);
-		expect(readdirSync(path.join(work, 'batch-out')).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `clip-${String(i).padStart(2, '0')}.mp4.srt`));
+		expect(readdirSync(path.join(work, 'batch-out')).sort()).toEqual(
+			Array.from({ length: 20 }, (_, i) => `clip-${String(i).padStart(2, '0')}.mp4.srt`),
+		);
 	}, 240000);
 
-	test("measured: two copies of one event at two webhook processes at the same moment; a copy after the first was handled starts nothing", async () => {
+	test('measured: two copies of one event at two webhook processes at the same moment; a copy after the first was handled starts nothing', async () => {
 		const trials = 10;
 		const both: number[] = [];
 		let before = (await executions('wfQueueStore001')).length;
 		for (let i = 0; i < trials; i++) {
 			// Ordered with the trigger's path on a dead port: the sandbox's own delivery fails, this test delivers.
-			const id = await order({ media_url: `https://media.example.com/race-${i}.mp4`, title: `Race ${i}`, webhook_url: `https://127.0.0.1:9${triggerPath}` });
-			const event = { id: `evt_race_${i}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) };
+			const id = await order({
+				media_url: `https://media.example.com/race-${i}.mp4`,
+				title: `Race ${i}`,
+				webhook_url: `https://127.0.0.1:9${triggerPath}`,
+			});
+			const event = {
+				id: `evt_race_${i}`,
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: sb.completeJob(id),
+			};
 			const answers = await Promise.all(hooks.map((h) => post(h.url, triggerPath, event)));
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
 			// A later copy, at either process, finds the claim the first saved in Postgres.
@@ -339,15 +677,22 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		}
 		// Reported, not asserted: n8n loads a workflow's static data per request and saves it whole
 		// afterwards, and offers webhook nodes no shared atomic store (docs/queue-mode.md).
-		console.log(`queue mode: two simultaneous copies of one event started two executions in ${both.length} of ${trials} trials`);
+		console.log(
+			`queue mode: two simultaneous copies of one event started two executions in ${both.length} of ${trials} trials`,
+		);
 	}, 240000);
 
 	test("a file over the database mode's limit is refused where n8n stores it, before anything reaches the service", async () => {
 		const uploadsBefore = sb.ledger.uploads.length;
 		expect((await post(hooks[0].url, '/webhook/too-big', {})).status).toBe(200);
-		const run = await waitFor(async () => (await executions('wfQueueBigFile1')).find((e) => e.status === 'error'), 120000);
+		const run = await waitFor(
+			async () => (await executions('wfQueueBigFile1')).find((e) => e.status === 'error'),
+			120000,
+		);
 		const detail = await n8n.rest<{ data: string }>('GET', `/executions/${run.id}`);
-		expect(JSON.stringify(detail.body)).toMatch(new RegExp(`max size limit of ${DB_MAX_FILE_MIB} MB set for .database. mode`));
+		expect(JSON.stringify(detail.body)).toMatch(
+			new RegExp(`max size limit of ${DB_MAX_FILE_MIB} MB set for .database. mode`),
+		);
 		expect(sb.ledger.uploads.length).toBe(uploadsBefore);
 	}, 180000);
 
@@ -356,10 +701,19 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		const jobsBefore = sb.ledger.jobs.length;
 		const baseline = workers.map((w) => rssMiB(w.pid()));
 		const peak = [...baseline];
-		const sampler = setInterval(() => workers.forEach((w, n) => (peak[n] = Math.max(peak[n], rssMiB(w.pid())))), 50);
+		const sampler = setInterval(
+			() => workers.forEach((w, n) => (peak[n] = Math.max(peak[n], rssMiB(w.pid())))),
+			50,
+		);
 		try {
 			expect((await post(hooks[0].url, '/webhook/s3-object', {})).status).toBe(200);
-			const run = await waitFor(async () => (await executions('wfQueueS3Object')).find((e) => e.status !== 'running' && e.status !== 'new'), 120000);
+			const run = await waitFor(
+				async () =>
+					(await executions('wfQueueS3Object')).find(
+						(e) => e.status !== 'running' && e.status !== 'new',
+					),
+				120000,
+			);
 			expect(run.status).toBe('success');
 			expect(ranOn(run.id)).toHaveLength(1);
 		} finally {
@@ -368,19 +722,25 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		const [job] = sb.ledger.jobs.slice(jobsBefore);
 		expect(String(job.body.media_url)).toContain(`/${s3.bucket}/lectures/semester.mp4?`);
 		await sb.settleDeliveries();
-		const fetched = await waitFor(async () => sb.ledger.mediaFetches.find((f) => f.jobId === job.id && f.status !== null));
+		const fetched = await waitFor(async () =>
+			sb.ledger.mediaFetches.find((f) => f.jobId === job.id && f.status !== null),
+		);
 		expect(fetched).toMatchObject({ status: 206, size: S3_OBJECT_BYTES, bytes: 1024 });
 		const fromN8n = s3.requests.slice(before).filter((r) => !r.url.includes('X-Amz-Signature'));
 		expect(fromN8n.map((r) => [r.method, r.bytes])).toEqual([['HEAD', 0]]);
 		const growth = peak.map((p, n) => (p - baseline[n]).toFixed(1));
-		console.log(`queue mode: S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB ordered on a worker (database binary limit ${DB_MAX_FILE_MIB} MiB): n8n → S3 ${fromN8n.map((r) => r.method).join(',')} (${fromN8n.reduce((sum, r) => sum + r.bytes, 0)} body bytes), the service fetched it (${fetched.status}, size ${fetched.size}); worker RSS growth ${growth.join(' and ')} MiB (baseline ${baseline.map((b) => b.toFixed(0)).join(' and ')} MiB)`);
+		console.log(
+			`queue mode: S3 Object of ${S3_OBJECT_BYTES / 1024 ** 2} MiB ordered on a worker (database binary limit ${DB_MAX_FILE_MIB} MiB): n8n → S3 ${fromN8n.map((r) => r.method).join(',')} (${fromN8n.reduce((sum, r) => sum + r.bytes, 0)} body bytes), the service fetched it (${fetched.status}, size ${fetched.size}); worker RSS growth ${growth.join(' and ')} MiB (baseline ${baseline.map((b) => b.toFixed(0)).join(' and ')} MiB)`,
+		);
 	}, 180000);
 
 	test('the polling trigger polls once per interval for the whole cluster and reports each finished job once', async () => {
 		const since = Date.now();
 		await new Promise((r) => setTimeout(r, 130000));
 		// The poller's reads of the job list (its own key), grouped into rounds.
-		const reads = sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.route === 'GET /jobs' && r.at >= since).map((r) => r.at);
+		const reads = sb.ledger.requests
+			.filter((r) => r.keyName === 'readOnly' && r.route === 'GET /jobs' && r.at >= since)
+			.map((r) => r.at);
 		const rounds: number[][] = [];
 		for (const at of reads) {
 			if (rounds.length && at - rounds.at(-1)!.at(-1)! < 15000) rounds.at(-1)!.push(at);
@@ -390,13 +750,20 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		// (a second poller would add rounds at its own second of the minute, or double a round's reads).
 		expect(rounds.length).toBeGreaterThanOrEqual(2);
 		expect(rounds.length).toBeLessThanOrEqual(3);
-		for (let i = 1; i < rounds.length; i++) expect(rounds[i][0] - rounds[i - 1][0]).toBeGreaterThan(45000);
+		for (let i = 1; i < rounds.length; i++)
+			expect(rounds[i][0] - rounds[i - 1][0]).toBeGreaterThan(45000);
 		const quiet = rounds.slice(1).map((round) => round.length);
 		for (const n of quiet) expect(n).toBeLessThanOrEqual(3);
-		console.log(`queue mode: the polling trigger's list reads per round over 130 s: ${rounds.map((r) => r.length).join(', ')}`);
+		console.log(
+			`queue mode: the polling trigger's list reads per round over 130 s: ${rounds.map((r) => r.length).join(', ')}`,
+		);
 		const srts = readdirSync(path.join(work, 'polled'));
-		for (const title of ['Queue Weekly', 'All Hands', 'clip-00.mp4', 'Race 0']) expect(srts).toContain(`${title}.srt`);
-		for (const file of srts) expect(readFileSync(path.join(work, 'polled', file), 'utf8').match(/^1\n00:00:00,000 --> /gm)).toHaveLength(1);
+		for (const title of ['Queue Weekly', 'All Hands', 'clip-00.mp4', 'Race 0'])
+			expect(srts).toContain(`${title}.srt`);
+		for (const file of srts)
+			expect(
+				readFileSync(path.join(work, 'polled', file), 'utf8').match(/^1\n00:00:00,000 --> /gm),
+			).toHaveLength(1);
 	}, 240000);
 
 	test(`measured: two workers each ordering ${TWO_WORKERS.items} items at once on one workspace at ${TWO_WORKERS.writeLimit} writes/s (workers share no memory: each paces itself from the service's 429s)`, async () => {
@@ -404,10 +771,16 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		sb.setRateLimits({ writePerSecond: TWO_WORKERS.writeLimit });
 		try {
 			const started = Date.now();
-			const answers = await Promise.all([post(hooks[0].url, '/webhook/queue-two-a', {}), post(hooks[1].url, '/webhook/queue-two-b', {})]);
+			const answers = await Promise.all([
+				post(hooks[0].url, '/webhook/queue-two-a', {}),
+				post(hooks[1].url, '/webhook/queue-two-b', {}),
+			]);
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
 			const runs = await waitFor(async () => {
-				const list = [...(await executions('wfQueueTwoA0001')), ...(await executions('wfQueueTwoB0001'))];
+				const list = [
+					...(await executions('wfQueueTwoA0001')),
+					...(await executions('wfQueueTwoB0001')),
+				];
 				return list.length === 2 && list.every((e) => e.status === 'success') ? list : undefined;
 			}, 300000);
 			const orders = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
@@ -420,7 +793,13 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				`queue mode: two batches of ${TWO_WORKERS.items} ordered at once on ${workersUsed.size} workers at ${TWO_WORKERS.writeLimit} writes/s: ${orders.length} orders sent, ${refused} answered 429 (share ${(refused / orders.length).toFixed(3)}); the last order ${seconds.toFixed(1)} s after the start, floor ${floorSeconds} s (${(seconds / floorSeconds).toFixed(2)}×)`,
 			);
 			// Each item ordered once, whatever the 429s.
-			expect(sb.ledger.jobs.filter((j) => String(j.body.media_url).includes('/queue-a-') || String(j.body.media_url).includes('/queue-b-'))).toHaveLength(2 * TWO_WORKERS.items);
+			expect(
+				sb.ledger.jobs.filter(
+					(j) =>
+						String(j.body.media_url).includes('/queue-a-') ||
+						String(j.body.media_url).includes('/queue-b-'),
+				),
+			).toHaveLength(2 * TWO_WORKERS.items);
 			expect(workersUsed.size).toBe(2);
 		} finally {
 			sb.setRateLimits({});

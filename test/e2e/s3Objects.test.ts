@@ -17,8 +17,18 @@ const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').f
 const API_CREDENTIAL = 'captioningS3E2eApi';
 const S3_CREDENTIAL = 'captioningS3E2eS3';
 
-const node = (name: string, type: string, typeVersion: number, parameters: object, x: number, extra: object = {}) => ({ id: `s3e2e-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
-const credentials = { captioningApi: { id: API_CREDENTIAL, name: 'Captioning account' }, captioningS3Api: { id: S3_CREDENTIAL, name: 'Local S3 media' } };
+const node = (
+	name: string,
+	type: string,
+	typeVersion: number,
+	parameters: object,
+	x: number,
+	extra: object = {},
+) => ({ id: `s3e2e-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
+const credentials = {
+	captioningApi: { id: API_CREDENTIAL, name: 'Captioning account' },
+	captioningS3Api: { id: S3_CREDENTIAL, name: 'Local S3 media' },
+};
 
 /** Manual Trigger → the object → Job → Create (S3 Object, Poll) → Get Captions → Write File. */
 function s3Workflow(id: string, bucket: string, key: string, folder: string): string {
@@ -31,12 +41,62 @@ function s3Workflow(id: string, bucket: string, key: string, folder: string): st
 		settings: { executionOrder: 'v1' },
 		nodes: [
 			node('Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0),
-			node('Object', 'n8n-nodes-base.set', 3.4, { mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) }, 200),
-			node('Order', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'create', source: 's3', s3Bucket: '={{ $json.bucket }}', s3Key: '={{ $json.key }}', waitForCompletion: 'poll', pollInterval: 1, timeout: 5 }, 400, { credentials }),
-			node('Captions', 'n8n-nodes-captioning.captioning', 1, { resource: 'job', operation: 'getCaptions', jobId: '={{ $json.id }}', formats: ['srt'], binaryPropertyName: 'data' }, 600, { credentials: { captioningApi: credentials.captioningApi } }),
-			node('Write SRT', 'n8n-nodes-base.readWriteFile', 1, { operation: 'write', fileName: `=${folder}/{{ $execution.id }}.srt`, dataPropertyName: 'data', options: {} }, 800),
+			node(
+				'Object',
+				'n8n-nodes-base.set',
+				3.4,
+				{ mode: 'raw', jsonOutput: JSON.stringify({ bucket, key }) },
+				200,
+			),
+			node(
+				'Order',
+				'n8n-nodes-captioning.captioning',
+				1,
+				{
+					resource: 'job',
+					operation: 'create',
+					source: 's3',
+					s3Bucket: '={{ $json.bucket }}',
+					s3Key: '={{ $json.key }}',
+					waitForCompletion: 'poll',
+					pollInterval: 1,
+					timeout: 5,
+				},
+				400,
+				{ credentials },
+			),
+			node(
+				'Captions',
+				'n8n-nodes-captioning.captioning',
+				1,
+				{
+					resource: 'job',
+					operation: 'getCaptions',
+					jobId: '={{ $json.id }}',
+					formats: ['srt'],
+					binaryPropertyName: 'data',
+				},
+				600,
+				{ credentials: { captioningApi: credentials.captioningApi } },
+			),
+			node(
+				'Write SRT',
+				'n8n-nodes-base.readWriteFile',
+				1,
+				{
+					operation: 'write',
+					fileName: `=${folder}/{{ $execution.id }}.srt`,
+					dataPropertyName: 'data',
+					options: {},
+				},
+				800,
+			),
 		],
-		connections: Object.fromEntries(names.slice(0, -1).map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }])),
+		connections: Object.fromEntries(
+			names
+				.slice(0, -1)
+				.map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]),
+		),
 	});
 }
 
@@ -46,24 +106,41 @@ describe.each(VERSIONS)('n8n %s: S3 Object source', (version) => {
 	let s3: S3Server;
 	const work = tempFolder('captioning-s3-source-');
 	const out = path.join(work, 'captions');
-	const s3Data = () => ({ accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true });
+	const s3Data = () => ({
+		accessKeyId: s3.accessKeyId,
+		secretAccessKey: s3.secretAccessKey,
+		region: 'us-east-1',
+		endpoint: s3.endpoint,
+		forcePathStyle: true,
+	});
 
-	beforeAll(async () => {
-		sb = await createSandbox({ timing: { queuedMs: 200, processingMs: 800 } });
-		s3 = await startS3();
-		mkdirSync(out, { recursive: true });
-		n8n = await createN8n(await installN8n(version), [work]);
-		await n8n.cli([
-			'import:credentials',
-			`--input=${tempJson('credentials.json', [
-				{ id: API_CREDENTIAL, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
-				{ id: S3_CREDENTIAL, name: 'Local S3 media', type: 'captioningS3Api', data: s3Data() },
-			])}`,
-		]);
-		await s3.put('lectures/week 1/intro.mp4', Buffer.alloc(256 * 1024, 'intro'));
-		await n8n.cli(['import:workflow', `--input=${s3Workflow('wfS3Object0001', s3.bucket, 'lectures/week 1/intro.mp4', out)}`]);
-		await n8n.start();
-	}, 10 * 60 * 1000);
+	beforeAll(
+		async () => {
+			sb = await createSandbox({ timing: { queuedMs: 200, processingMs: 800 } });
+			s3 = await startS3();
+			mkdirSync(out, { recursive: true });
+			n8n = await createN8n(await installN8n(version), [work]);
+			await n8n.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', [
+					{
+						id: API_CREDENTIAL,
+						name: 'Captioning account',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+					},
+					{ id: S3_CREDENTIAL, name: 'Local S3 media', type: 'captioningS3Api', data: s3Data() },
+				])}`,
+			]);
+			await s3.put('lectures/week 1/intro.mp4', Buffer.alloc(256 * 1024, 'intro'));
+			await n8n.cli([
+				'import:workflow',
+				`--input=${s3Workflow('wfS3Object0001', s3.bucket, 'lectures/week 1/intro.mp4', out)}`,
+			]);
+			await n8n.start();
+		},
+		10 * 60 * 1000,
+	);
 
 	afterAll(async () => {
 		await n8n?.stop();
@@ -73,29 +150,67 @@ describe.each(VERSIONS)('n8n %s: S3 Object source', (version) => {
 
 	test("the credential's Test button: right keys pass, a wrong secret and an unknown bucket are named", async () => {
 		const press = async (data: object) =>
-			(await n8n.rest<{ status: string; message: string }>('POST', '/credentials/test', { credentials: { id: S3_CREDENTIAL, name: 'Local S3 media', type: 'captioningS3Api', data: { ...s3Data(), ...data } } })).body;
+			(
+				await n8n.rest<{ status: string; message: string }>('POST', '/credentials/test', {
+					credentials: {
+						id: S3_CREDENTIAL,
+						name: 'Local S3 media',
+						type: 'captioningS3Api',
+						data: { ...s3Data(), ...data },
+					},
+				})
+			).body;
 		expect(await press({})).toMatchObject({ status: 'OK' });
 		expect(await press({ testBucket: s3.bucket })).toMatchObject({ status: 'OK' });
-		expect(await press({ secretAccessKey: 'wrong' })).toEqual({ status: 'Error', message: 'The Secret Access Key does not match the Access Key ID: copy the secret again. (403 SignatureDoesNotMatch)' });
-		expect((await press({ testBucket: 'no-such-bucket' })).message).toMatch(/^bucket no-such-bucket: the bucket does not exist in this store/);
+		expect(await press({ secretAccessKey: 'wrong' })).toEqual({
+			status: 'Error',
+			message:
+				'The Secret Access Key does not match the Access Key ID: copy the secret again. (403 SignatureDoesNotMatch)',
+		});
+		expect((await press({ testBucket: 'no-such-bucket' })).message).toMatch(
+			/^bucket no-such-bucket: the bucket does not exist in this store/,
+		);
 	}, 60000);
 
-	test('S3 Object → Create (Poll) → Get Captions run twice: one order, the SRT both times, no media byte through n8n', async () => {
-		const before = s3.requests.length;
-		const fromN8n = () => s3.requests.slice(before).filter((r) => !r.url.includes('X-Amz-Signature'));
-		for (let run = 1; run <= 2; run++) await n8n.cli(['execute', '--id=wfS3Object0001']);
-		const jobs = sb.ledger.jobs.filter((j) => String(j.body.media_url).includes('/lectures/week%201/intro.mp4?'));
-		expect({ jobs: jobs.length, charges: sb.ledger.charges.filter((c) => c.jobId === jobs[0]?.id).length }).toEqual({ jobs: 1, charges: 1 });
-		// n8n's only requests to the store: one HEAD per run. The media went from the store to the service.
-		expect(fromN8n().map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
-		expect(sb.ledger.mediaFetches).toEqual([expect.objectContaining({ url: `${s3.endpoint}/${s3.bucket}/lectures/week%201/intro.mp4`, status: 206, size: 256 * 1024 })]);
-		const posts = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.status);
-		expect(posts).toEqual([201, 200]);
-		const srts = sb.ledger.captionDownloads.filter((d) => d.jobId === jobs[0].id && d.format === 'srt');
-		expect(srts).toHaveLength(2);
-		const written = readdirSync(out);
-		expect(written).toHaveLength(2);
-		for (const file of written) expect(readFileSync(path.join(out, file), 'utf8')).toMatch(/^1\n00:00:00,000 --> /);
-		console.log(`n8n ${version}, S3 Object → Create (Poll) → Get Captions run twice: ${jobs.length} job, POST /jobs ${posts.join(',')}, n8n → S3: ${fromN8n().map((r) => r.method).join(',')}, the service's fetches: ${sb.ledger.mediaFetches.length}`);
-	}, 5 * 60 * 1000);
+	test(
+		'S3 Object → Create (Poll) → Get Captions run twice: one order, the SRT both times, no media byte through n8n',
+		async () => {
+			const before = s3.requests.length;
+			const fromN8n = () =>
+				s3.requests.slice(before).filter((r) => !r.url.includes('X-Amz-Signature'));
+			for (let run = 1; run <= 2; run++) await n8n.cli(['execute', '--id=wfS3Object0001']);
+			const jobs = sb.ledger.jobs.filter((j) =>
+				String(j.body.media_url).includes('/lectures/week%201/intro.mp4?'),
+			);
+			expect({
+				jobs: jobs.length,
+				charges: sb.ledger.charges.filter((c) => c.jobId === jobs[0]?.id).length,
+			}).toEqual({ jobs: 1, charges: 1 });
+			// n8n's only requests to the store: one HEAD per run. The media went from the store to the service.
+			expect(fromN8n().map((r) => r.method)).toEqual(['HEAD', 'HEAD']);
+			expect(sb.ledger.mediaFetches).toEqual([
+				expect.objectContaining({
+					url: `${s3.endpoint}/${s3.bucket}/lectures/week%201/intro.mp4`,
+					status: 206,
+					size: 256 * 1024,
+				}),
+			]);
+			const posts = sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.status);
+			expect(posts).toEqual([201, 200]);
+			const srts = sb.ledger.captionDownloads.filter(
+				(d) => d.jobId === jobs[0].id && d.format === 'srt',
+			);
+			expect(srts).toHaveLength(2);
+			const written = readdirSync(out);
+			expect(written).toHaveLength(2);
+			for (const file of written)
+				expect(readFileSync(path.join(out, file), 'utf8')).toMatch(/^1\n00:00:00,000 --> /);
+			console.log(
+				`n8n ${version}, S3 Object → Create (Poll) → Get Captions run twice: ${jobs.length} job, POST /jobs ${posts.join(',')}, n8n → S3: ${fromN8n()
+					.map((r) => r.method)
+					.join(',')}, the service's fetches: ${sb.ledger.mediaFetches.length}`,
+			);
+		},
+		5 * 60 * 1000,
+	);
 });

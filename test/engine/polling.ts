@@ -7,8 +7,19 @@
 import { PollContext } from 'n8n-core';
 // The Poll Times parameter n8n's node loader adds to every polling node (not exported from the package root).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { commonPollingParameters } = require('n8n-core/dist/nodes-loader/constants') as { commonPollingParameters: INodeProperties[] };
-import type { ICredentialDataDecryptedObject, IDataObject, INode, INodeExecutionData, INodeProperties, INodeType, WorkflowActivateMode, WorkflowExecuteMode } from 'n8n-workflow';
+const { commonPollingParameters } = require('n8n-core/dist/nodes-loader/constants') as {
+	commonPollingParameters: INodeProperties[];
+};
+import type {
+	ICredentialDataDecryptedObject,
+	IDataObject,
+	INode,
+	INodeExecutionData,
+	INodeProperties,
+	INodeType,
+	WorkflowActivateMode,
+	WorkflowExecuteMode,
+} from 'n8n-workflow';
 import { Workflow } from 'n8n-workflow';
 
 import { additionalDataFor, binaryDataService, HarnessNodeTypes, runWorkflow } from './workflow';
@@ -43,22 +54,50 @@ export async function pollTrigger(options: {
 		type: options.typeName,
 		typeVersion: 1,
 		position: [0, 0],
-		parameters: { pollTimes: { item: [{ mode: 'everyMinute' }] }, ...options.parameters } as INode['parameters'],
+		parameters: {
+			pollTimes: { item: [{ mode: 'everyMinute' }] },
+			...options.parameters,
+		} as INode['parameters'],
 		credentials: { captioningApi: { id: '1', name: 'Captioning account' } },
 	};
 	// As n8n loads a polling node: Poll Times first among its parameters.
-	const nodeType = { ...options.nodeType, poll: options.nodeType.poll, execute: options.nodeType.execute, description: { ...options.nodeType.description, properties: [...commonPollingParameters, ...options.nodeType.description.properties] } } as INodeType;
+	const nodeType = {
+		...options.nodeType,
+		poll: options.nodeType.poll,
+		execute: options.nodeType.execute,
+		description: {
+			...options.nodeType.description,
+			properties: [...commonPollingParameters, ...options.nodeType.description.properties],
+		},
+	} as INodeType;
 	const nodeTypes = new HarnessNodeTypes({ [options.typeName]: nodeType });
 	const workflowId = `polling-workflow-${++counter}`;
 	let savedStaticData: IDataObject = {};
 	const load = () =>
-		new Workflow({ id: workflowId, name: 'polling', nodes: [node], connections: {}, active: true, nodeTypes, settings: {}, staticData: JSON.parse(JSON.stringify(savedStaticData)) as IDataObject });
+		new Workflow({
+			id: workflowId,
+			name: 'polling',
+			nodes: [node],
+			connections: {},
+			active: true,
+			nodeTypes,
+			settings: {},
+			staticData: JSON.parse(JSON.stringify(savedStaticData)) as IDataObject,
+		});
 	let workflow = load();
-	const save = () => (savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject);
+	const save = () =>
+		(savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject);
 	const executions: INodeExecutionData[][] = [];
 
 	const execution = async (input: INodeExecutionData[], mode: WorkflowExecuteMode) => {
-		const run = await runWorkflow({ nodes: [node], nodeTypes: { [options.typeName]: nodeType }, credentials: options.credentials, input, mode, workflowId });
+		const run = await runWorkflow({
+			nodes: [node],
+			nodeTypes: { [options.typeName]: nodeType },
+			credentials: options.credentials,
+			input,
+			mode,
+			workflowId,
+		});
 		const error = run.error(node.name);
 		if (error) throw error;
 		return run.output(node.name);

@@ -4,13 +4,25 @@
 // and context ("n:<node id>" for scope node, "" for scope workflow), in mode "entries": an item is
 // new once, then processed; maxEntries drops the oldest. The e2e suites run n8n's real one.
 import path from 'node:path';
-import type { DeduplicationItemTypes, DeduplicationScope, ICheckProcessedContextData, ICheckProcessedOptions, IDataDeduplicator } from 'n8n-workflow';
+import type {
+	DeduplicationItemTypes,
+	DeduplicationScope,
+	ICheckProcessedContextData,
+	ICheckProcessedOptions,
+	IDataDeduplicator,
+} from 'n8n-workflow';
 
 const rows = new Map<string, string[]>();
-const rowOf = (scope: DeduplicationScope, data: ICheckProcessedContextData) => `${data.workflow.id}|${scope === 'node' ? `n:${data.node?.id}` : ''}`;
+const rowOf = (scope: DeduplicationScope, data: ICheckProcessedContextData) =>
+	`${data.workflow.id}|${scope === 'node' ? `n:${data.node?.id}` : ''}`;
 
 class MemoryDeduplicator implements IDataDeduplicator {
-	async checkProcessedAndRecord(items: DeduplicationItemTypes[], scope: DeduplicationScope, data: ICheckProcessedContextData, options: ICheckProcessedOptions) {
+	async checkProcessedAndRecord(
+		items: DeduplicationItemTypes[],
+		scope: DeduplicationScope,
+		data: ICheckProcessedContextData,
+		options: ICheckProcessedOptions,
+	) {
 		if (options.mode !== 'entries') throw new Error('the harness keeps mode "entries" only');
 		const row = rows.get(rowOf(scope, data)) ?? [];
 		const out = { new: [] as DeduplicationItemTypes[], processed: [] as DeduplicationItemTypes[] };
@@ -27,9 +39,16 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		return out;
 	}
 
-	async removeProcessed(items: DeduplicationItemTypes[], scope: DeduplicationScope, data: ICheckProcessedContextData) {
+	async removeProcessed(
+		items: DeduplicationItemTypes[],
+		scope: DeduplicationScope,
+		data: ICheckProcessedContextData,
+	) {
 		const row = rows.get(rowOf(scope, data)) ?? [];
-		rows.set(rowOf(scope, data), row.filter((value) => !items.map(String).includes(value)));
+		rows.set(
+			rowOf(scope, data),
+			row.filter((value) => !items.map(String).includes(value)),
+		);
 	}
 
 	async clearAllProcessedItems(scope: DeduplicationScope, data: ICheckProcessedContextData) {
@@ -47,7 +66,9 @@ let ready: Promise<void> | undefined;
 export async function useProcessedDataStore(): Promise<void> {
 	ready ??= (async () => {
 		// eslint-disable-next-line @typescript-eslint/no-require-imports
-		const { DataDeduplicationService } = require(path.join(path.dirname(require.resolve('n8n-core')), 'data-deduplication-service.js')) as {
+		const { DataDeduplicationService } = require(
+			path.join(path.dirname(require.resolve('n8n-core')), 'data-deduplication-service.js'),
+		) as {
 			DataDeduplicationService: { init(d: IDataDeduplicator): Promise<void> };
 		};
 		await DataDeduplicationService.init(new MemoryDeduplicator());

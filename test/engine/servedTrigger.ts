@@ -95,58 +95,74 @@ export async function serveTrigger(options: {
 	const handling = new Set<Promise<void>>();
 
 	const app = express();
-	app.post(`/webhook/${node.webhookId}/${String(description.path)}`, express.json({ limit: '16mb' }), async (req, res) => {
-		const additionalData = additionalDataFor(options.credentials, `webhook-${++counter}`, { httpRequest: req, httpResponse: res });
-		const webhookData: IWebhookData = {
-			httpMethod: 'POST',
-			node: node.name,
-			path: String(description.path),
-			webhookDescription: description,
-			workflowId,
-			workflowExecuteAdditionalData: additionalData,
-			webhookId: node.webhookId,
-		};
-		const workflow = loadWorkflow();
-		const context = new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], null);
-		let handled!: () => void;
-		const handlingThis = new Promise<void>((resolve) => (handled = resolve));
-		handling.add(handlingThis);
-		try {
-			const result = await options.nodeType.webhook!.call(context);
-			if (result.workflowData && !result.noWebhookResponse) {
-				if (storesToFail > 0) {
-					storesToFail -= 1;
-					throw new Error('Database is not ready!');
+	app.post(
+		`/webhook/${node.webhookId}/${String(description.path)}`,
+		express.json({ limit: '16mb' }),
+		async (req, res) => {
+			const additionalData = additionalDataFor(options.credentials, `webhook-${++counter}`, {
+				httpRequest: req,
+				httpResponse: res,
+			});
+			const webhookData: IWebhookData = {
+				httpMethod: 'POST',
+				node: node.name,
+				path: String(description.path),
+				webhookDescription: description,
+				workflowId,
+				workflowExecuteAdditionalData: additionalData,
+				webhookId: node.webhookId,
+			};
+			const workflow = loadWorkflow();
+			const context = new WebhookContext(
+				workflow,
+				node,
+				additionalData,
+				'webhook',
+				webhookData,
+				[],
+				null,
+			);
+			let handled!: () => void;
+			const handlingThis = new Promise<void>((resolve) => (handled = resolve));
+			handling.add(handlingThis);
+			try {
+				const result = await options.nodeType.webhook!.call(context);
+				if (result.workflowData && !result.noWebhookResponse) {
+					if (storesToFail > 0) {
+						storesToFail -= 1;
+						throw new Error('Database is not ready!');
+					}
+					stored.push(result.workflowData[0]);
+					savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+					res.status(200).end();
+					const execution = await runWorkflow({
+						nodes: [node],
+						nodeTypes: options.nodeTypes ?? { [options.typeName]: options.nodeType },
+						credentials: options.credentials,
+						input: result.workflowData[0],
+						mode: 'webhook',
+						workflowId,
+						staticData: savedStaticData,
+					});
+					// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
+					savedStaticData = execution.staticData;
+					const error = execution.error(node.name);
+					if (error) failed.push(error);
+					else executions.push(execution.output(node.name));
+				} else {
+					if (!result.noWebhookResponse)
+						res.status(200).json(result.webhookResponse ?? { message: 'Webhook call received' });
+					// Static data changed by a delivery that starts nothing is saved too.
+					savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
 				}
-				stored.push(result.workflowData[0]);
-				savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
-				res.status(200).end();
-				const execution = await runWorkflow({
-					nodes: [node],
-					nodeTypes: options.nodeTypes ?? { [options.typeName]: options.nodeType },
-					credentials: options.credentials,
-					input: result.workflowData[0],
-					mode: 'webhook',
-					workflowId,
-					staticData: savedStaticData,
-				});
-				// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
-				savedStaticData = execution.staticData;
-				const error = execution.error(node.name);
-				if (error) failed.push(error);
-				else executions.push(execution.output(node.name));
-			} else {
-				if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? { message: 'Webhook call received' });
-				// Static data changed by a delivery that starts nothing is saved too.
-				savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+			} catch (error) {
+				if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
+			} finally {
+				handling.delete(handlingThis);
+				handled();
 			}
-		} catch (error) {
-			if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
-		} finally {
-			handling.delete(handlingThis);
-			handled();
-		}
-	});
+		},
+	);
 	const { key, cert } = tlsPair();
 	const server = createServer({ key, cert }, app);
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -159,8 +175,23 @@ export async function serveTrigger(options: {
 		failStores: (n) => (storesToFail = n),
 		deactivate: async () => {
 			const additionalData = additionalDataFor(options.credentials, 'deactivate');
-			const webhookData = { httpMethod: 'POST', node: node.name, path: String(description.path), webhookDescription: description, workflowId, workflowExecuteAdditionalData: additionalData, webhookId: node.webhookId } as IWebhookData;
-			const context = new HookContext(loadWorkflow(), node, additionalData, 'trigger', 'update', webhookData);
+			const webhookData = {
+				httpMethod: 'POST',
+				node: node.name,
+				path: String(description.path),
+				webhookDescription: description,
+				workflowId,
+				workflowExecuteAdditionalData: additionalData,
+				webhookId: node.webhookId,
+			} as IWebhookData;
+			const context = new HookContext(
+				loadWorkflow(),
+				node,
+				additionalData,
+				'trigger',
+				'update',
+				webhookData,
+			);
 			await options.nodeType.webhookMethods!.default!.delete!.call(context);
 		},
 		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},

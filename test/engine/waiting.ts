@@ -28,7 +28,9 @@ export interface WaitingExecution {
 }
 
 /** Serves the resume webhook, then runs the workflow (whose waiting node is `nodeName`) until it waits. */
-export async function runUntilWaiting(options: RunOptions & { nodeName: string }): Promise<WaitingExecution> {
+export async function runUntilWaiting(
+	options: RunOptions & { nodeName: string },
+): Promise<WaitingExecution> {
 	const executionId = options.executionId ?? `waiting-${Date.now()}`;
 	const app = express();
 	const { key, cert } = tlsPair();
@@ -40,47 +42,78 @@ export async function runUntilWaiting(options: RunOptions & { nodeName: string }
 	let resumedOnce = false;
 	let finish!: (run: RunResult) => void;
 	let fail!: (error: Error) => void;
-	const resumed = new Promise<RunResult>((resolve, reject) => ((finish = resolve), (fail = reject)));
-	const goOn = async (data: IRunExecutionData) => await runWorkflow({ ...options, executionId, resumeFrom: data, webhookWaitingBaseUrl: base });
+	const resumed = new Promise<RunResult>(
+		(resolve, reject) => ((finish = resolve), (fail = reject)),
+	);
+	const goOn = async (data: IRunExecutionData) =>
+		await runWorkflow({ ...options, executionId, resumeFrom: data, webhookWaitingBaseUrl: base });
 
-	app.post('/webhook-waiting/:executionId/:nodeId', express.json({ limit: '16mb' }), async (req, res) => {
-		const record = (status: number, body: unknown) => answers.push({ status, body });
-		if (!saved || resumedOnce) {
-			record(409, 'finished');
-			res.status(409).json({ message: `The execution "${executionId}" has finished already.` });
-			return;
-		}
-		const data = structuredClone(saved);
-		data.resultData.runData[options.nodeName]?.pop();
-		const nodeType = options.nodeTypes[options.nodes.find((n) => n.name === options.nodeName)!.type] as INodeType;
-		const workflow = new Workflow({ id: options.workflowId ?? 'harness', name: 'harness', nodes: options.nodes, connections: options.connections ?? {}, active: false, nodeTypes: new HarnessNodeTypes(options.nodeTypes), settings: {} });
-		const node = workflow.getNode(options.nodeName)!;
-		const additionalData = additionalDataFor(options.credentials ?? {}, executionId, { httpRequest: req, httpResponse: res, webhookWaitingBaseUrl: base });
-		const description = nodeType.description.webhooks![0] as IWebhookDescription;
-		const webhookData: IWebhookData = { httpMethod: 'POST', node: node.name, path: node.id, webhookDescription: description, workflowId: workflow.id, workflowExecuteAdditionalData: additionalData };
-		const originalJson = res.json.bind(res);
-		res.json = (body: unknown) => {
-			record(res.statusCode, body);
-			return originalJson(body);
-		};
-		try {
-			const result = await nodeType.webhook!.call(new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], data));
-			if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? {});
-			if (!result.workflowData) return;
-			if (resumedOnce) {
-				if (!res.headersSent) res.status(500).json({ message: 'Another request resumed the execution first.' });
+	app.post(
+		'/webhook-waiting/:executionId/:nodeId',
+		express.json({ limit: '16mb' }),
+		async (req, res) => {
+			const record = (status: number, body: unknown) => answers.push({ status, body });
+			if (!saved || resumedOnce) {
+				record(409, 'finished');
+				res.status(409).json({ message: `The execution "${executionId}" has finished already.` });
 				return;
 			}
-			resumedOnce = true;
-			const stacked = data.executionData!.nodeExecutionStack[0];
-			stacked.data.main = result.workflowData;
-			stacked.node.disabled = true;
-			data.waitTill = undefined;
-			goOn(data).then(finish, fail);
-		} catch (error) {
-			if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
-		}
-	});
+			const data = structuredClone(saved);
+			data.resultData.runData[options.nodeName]?.pop();
+			const nodeType = options.nodeTypes[
+				options.nodes.find((n) => n.name === options.nodeName)!.type
+			] as INodeType;
+			const workflow = new Workflow({
+				id: options.workflowId ?? 'harness',
+				name: 'harness',
+				nodes: options.nodes,
+				connections: options.connections ?? {},
+				active: false,
+				nodeTypes: new HarnessNodeTypes(options.nodeTypes),
+				settings: {},
+			});
+			const node = workflow.getNode(options.nodeName)!;
+			const additionalData = additionalDataFor(options.credentials ?? {}, executionId, {
+				httpRequest: req,
+				httpResponse: res,
+				webhookWaitingBaseUrl: base,
+			});
+			const description = nodeType.description.webhooks![0] as IWebhookDescription;
+			const webhookData: IWebhookData = {
+				httpMethod: 'POST',
+				node: node.name,
+				path: node.id,
+				webhookDescription: description,
+				workflowId: workflow.id,
+				workflowExecuteAdditionalData: additionalData,
+			};
+			const originalJson = res.json.bind(res);
+			res.json = (body: unknown) => {
+				record(res.statusCode, body);
+				return originalJson(body);
+			};
+			try {
+				const result = await nodeType.webhook!.call(
+					new WebhookContext(workflow, node, additionalData, 'webhook', webhookData, [], data),
+				);
+				if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? {});
+				if (!result.workflowData) return;
+				if (resumedOnce) {
+					if (!res.headersSent)
+						res.status(500).json({ message: 'Another request resumed the execution first.' });
+					return;
+				}
+				resumedOnce = true;
+				const stacked = data.executionData!.nodeExecutionStack[0];
+				stacked.data.main = result.workflowData;
+				stacked.node.disabled = true;
+				data.waitTill = undefined;
+				goOn(data).then(finish, fail);
+			} catch (error) {
+				if (!res.headersSent) res.status(500).json({ message: (error as Error).message });
+			}
+		},
+	);
 
 	const first = await runWorkflow({ ...options, executionId, webhookWaitingBaseUrl: base });
 	saved = structuredClone(first.run.data);

@@ -45,7 +45,9 @@ import { useProcessedDataStore } from './processed';
 
 // n8n-core's own copy of the DI container (other dev tools bring another version of @n8n/di).
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { Container } = require(require.resolve('@n8n/di', { paths: [path.dirname(require.resolve('n8n-core'))] })) as typeof import('@n8n/di');
+const { Container } = require(
+	require.resolve('@n8n/di', { paths: [path.dirname(require.resolve('n8n-core'))] }),
+) as typeof import('@n8n/di');
 
 const credentialTypes: Record<string, ICredentialType> = { captioningApi: new CaptioningApi() };
 
@@ -167,11 +169,15 @@ export async function storeBinary(
 	executionId = 'harness',
 ): Promise<INodeExecutionData['binary']> {
 	const service = await binaryDataService();
-	const stored = await service.store({ type: 'execution', workflowId: 'harness', executionId }, data, {
-		data: '',
-		mimeType: meta.mimeType,
-		fileName: meta.fileName,
-	});
+	const stored = await service.store(
+		{ type: 'execution', workflowId: 'harness', executionId },
+		data,
+		{
+			data: '',
+			mimeType: meta.mimeType,
+			fileName: meta.fileName,
+		},
+	);
 	return { data: stored };
 }
 
@@ -241,7 +247,12 @@ export function additionalDataFor(
 		startRunnerTask: async () => {
 			throw new Error('code runners are not used by these tests');
 		},
-		externalSecretsProxy: { hasProvider: () => false, getSecret: () => undefined, listProviders: () => [], listSecrets: () => [] },
+		externalSecretsProxy: {
+			hasProvider: () => false,
+			getSecret: () => undefined,
+			listProviders: () => [],
+			listSecrets: () => [],
+		},
 		...extra,
 	} as unknown as IWorkflowExecuteAdditionalData;
 }
@@ -280,23 +291,31 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 
 	const additionalData = additionalDataFor(options.credentials ?? {}, executionId, {
 		hooks,
-		...(options.webhookWaitingBaseUrl ? { webhookWaitingBaseUrl: options.webhookWaitingBaseUrl } : {}),
+		...(options.webhookWaitingBaseUrl
+			? { webhookWaitingBaseUrl: options.webhookWaitingBaseUrl }
+			: {}),
 	});
 
 	const start = workflow.getStartNode() ?? options.nodes[0];
-	const runExecutionData: IRunExecutionData = options.resumeFrom ?? {
-		startData: {},
-		resultData: { runData: {} },
-		executionData: {
-			contextData: structuredClone(options.contextData ?? {}),
-			metadata: {},
-			nodeExecutionStack: [
-				{ node: start, data: { main: [options.input ?? [{ json: {} }]] }, source: null } as IExecuteData,
-			],
-			waitingExecution: {},
-			waitingExecutionSource: {},
-		},
-	} as IRunExecutionData;
+	const runExecutionData: IRunExecutionData =
+		options.resumeFrom ??
+		({
+			startData: {},
+			resultData: { runData: {} },
+			executionData: {
+				contextData: structuredClone(options.contextData ?? {}),
+				metadata: {},
+				nodeExecutionStack: [
+					{
+						node: start,
+						data: { main: [options.input ?? [{ json: {} }]] },
+						source: null,
+					} as IExecuteData,
+				],
+				waitingExecution: {},
+				waitingExecutionSource: {},
+			},
+		} as IRunExecutionData);
 
 	const execute = new WorkflowExecute(additionalData, options.mode ?? 'manual', runExecutionData);
 	const running = execute.processRunExecutionData(workflow);
@@ -320,7 +339,12 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 }
 
 /** A node of a given type with parameters, for runWorkflow. */
-export function node(name: string, type: string, parameters: IDataObject, extra: Partial<INode> = {}): INode {
+export function node(
+	name: string,
+	type: string,
+	parameters: IDataObject,
+	extra: Partial<INode> = {},
+): INode {
 	return {
 		id: `${name}-id`,
 		name,
@@ -328,7 +352,10 @@ export function node(name: string, type: string, parameters: IDataObject, extra:
 		typeVersion: 1,
 		position: [0, 0],
 		parameters: parameters as INode['parameters'],
-		credentials: { captioningApi: { id: '1', name: 'Captioning account' }, captioningS3Api: { id: '2', name: 'S3 account' } },
+		credentials: {
+			captioningApi: { id: '1', name: 'Captioning account' },
+			captioningS3Api: { id: '2', name: 'S3 account' },
+		},
 		...extra,
 	};
 }

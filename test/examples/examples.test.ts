@@ -38,13 +38,21 @@ function undefinedParameters(type: INodeType, parameters: Record<string, unknown
 			}
 			for (const property of defined) {
 				if (property.type === 'collection' && value && typeof value === 'object') {
-					walk(value as Record<string, unknown>, property.options as INodeProperties[], `${prefix}${key}.`);
+					walk(
+						value as Record<string, unknown>,
+						property.options as INodeProperties[],
+						`${prefix}${key}.`,
+					);
 				}
 				if (property.type === 'fixedCollection' && value && typeof value === 'object') {
 					for (const [group, entries] of Object.entries(value as Record<string, unknown>)) {
-						const option = (property.options as Array<{ name: string; values: INodeProperties[] }>).find((o) => o.name === group);
+						const option = (
+							property.options as Array<{ name: string; values: INodeProperties[] }>
+						).find((o) => o.name === group);
 						if (!option) unknown.push(`${prefix}${key}.${group}`);
-						else for (const entry of [entries].flat() as Array<Record<string, unknown>>) walk(entry, option.values, `${prefix}${key}.${group}.`);
+						else
+							for (const entry of [entries].flat() as Array<Record<string, unknown>>)
+								walk(entry, option.values, `${prefix}${key}.${group}.`);
 					}
 				}
 			}
@@ -65,7 +73,10 @@ test('there are examples for Google Drive and S3, which work on n8n Cloud (nothi
 });
 
 describe.each(files)('%s', (file) => {
-	const workflow = JSON.parse(readFileSync(path.join(examples, file), 'utf8')) as { nodes: ExampleNode[]; connections: Record<string, unknown> };
+	const workflow = JSON.parse(readFileSync(path.join(examples, file), 'utf8')) as {
+		nodes: ExampleNode[];
+		connections: Record<string, unknown>;
+	};
 	const captioningNodes = workflow.nodes.filter((n) => n.type.startsWith('n8n-nodes-captioning.'));
 
 	test('uses our nodes, in versions they have, with parameters they define', () => {
@@ -74,7 +85,10 @@ describe.each(files)('%s', (file) => {
 			const type = ours[node.type];
 			expect(type).toBeDefined();
 			expect([type.description.version].flat()).toContain(node.typeVersion);
-			expect({ node: node.name, unknown: undefinedParameters(type, node.parameters) }).toEqual({ node: node.name, unknown: [] });
+			expect({ node: node.name, unknown: undefinedParameters(type, node.parameters) }).toEqual({
+				node: node.name,
+				unknown: [],
+			});
 		}
 	});
 
@@ -82,32 +96,67 @@ describe.each(files)('%s', (file) => {
 		const names = new Set(workflow.nodes.map((n) => n.name));
 		for (const [from, outputs] of Object.entries(workflow.connections)) {
 			expect(names).toContain(from);
-			for (const link of Object.values(outputs as Record<string, Array<Array<{ node: string }>>>).flat(2)) expect(names).toContain(link.node);
+			for (const link of Object.values(
+				outputs as Record<string, Array<Array<{ node: string }>>>,
+			).flat(2))
+				expect(names).toContain(link.node);
 		}
 	});
 });
 
 test('the check finds a renamed or made-up parameter, also inside a collection', () => {
 	const captioning = ours['n8n-nodes-captioning.captioning'];
-	expect(undefinedParameters(captioning, { resource: 'job', operation: 'create', mediaURL: 'x', options: { webhookUrl: 'https://a', webhook: 'https://b' } })).toEqual([
-		'mediaURL',
-		'options.webhook',
-	]);
-	expect(undefinedParameters(captioning, { options: { metadata: { pair: [{ key: 'a', value: 'b', extra: 1 }] } } })).toEqual(['options.metadata.pair.extra']);
+	expect(
+		undefinedParameters(captioning, {
+			resource: 'job',
+			operation: 'create',
+			mediaURL: 'x',
+			options: { webhookUrl: 'https://a', webhook: 'https://b' },
+		}),
+	).toEqual(['mediaURL', 'options.webhook']);
+	expect(
+		undefinedParameters(captioning, {
+			options: { metadata: { pair: [{ key: 'a', value: 'b', extra: 1 }] } },
+		}),
+	).toEqual(['options.metadata.pair.extra']);
 });
 
 test('the S3 template orders by S3 Object, filters out non-videos, and puts the captions next to each video', () => {
-	const workflow = JSON.parse(readFileSync(path.join(examples, 's3-captions.json'), 'utf8')) as { nodes: ExampleNode[] };
+	const workflow = JSON.parse(readFileSync(path.join(examples, 's3-captions.json'), 'utf8')) as {
+		nodes: ExampleNode[];
+	};
 	const byName = Object.fromEntries(workflow.nodes.map((n) => [n.name, n]));
-	expect(byName['Order Captions'].parameters).toMatchObject({ source: 's3', s3Key: '={{ $json.Key }}' });
+	expect(byName['Order Captions'].parameters).toMatchObject({
+		source: 's3',
+		s3Key: '={{ $json.Key }}',
+	});
 	expect(workflow.nodes.some((n) => n.parameters.operation === 'download')).toBe(false);
 	// n8n's own expression engine, on a job the polling trigger reports.
-	const resolve = (expression: string, json: object) => Expression.resolveWithoutWorkflow(expression.replace(/^=/, ''), { $json: json });
+	const resolve = (expression: string, json: object) =>
+		Expression.resolveWithoutWorkflow(expression.replace(/^=/, ''), { $json: json });
 	const job = { metadata: { s3_bucket: 'my-videos', s3_key: 'incoming/week 1/talk.final.mp4' } };
-	for (const [name, ext] of [['Upload SRT', 'srt'], ['Upload VTT', 'vtt']]) {
-		const { fileName, additionalFields } = byName[name].parameters as { fileName: string; additionalFields: { parentFolderKey: string } };
-		expect([resolve(fileName, job), resolve(additionalFields.parentFolderKey, job)]).toEqual([`talk.final.${ext}`, 'incoming/week 1']);
+	for (const [name, ext] of [
+		['Upload SRT', 'srt'],
+		['Upload VTT', 'vtt'],
+	]) {
+		const { fileName, additionalFields } = byName[name].parameters as {
+			fileName: string;
+			additionalFields: { parentFolderKey: string };
+		};
+		expect([resolve(fileName, job), resolve(additionalFields.parentFolderKey, job)]).toEqual([
+			`talk.final.${ext}`,
+			'incoming/week 1',
+		]);
 	}
-	const videoPattern = new RegExp(((byName['Videos Only'].parameters.conditions as { conditions: Array<{ rightValue: string }> }).conditions[0].rightValue), 'i');
-	expect(['incoming/a.mp4', 'incoming/b.MOV', 'incoming/c.srt', 'incoming/d.vtt', 'incoming/'].map((k) => videoPattern.test(k))).toEqual([true, true, false, false, false]);
+	const videoPattern = new RegExp(
+		(
+			byName['Videos Only'].parameters.conditions as { conditions: Array<{ rightValue: string }> }
+		).conditions[0].rightValue,
+		'i',
+	);
+	expect(
+		['incoming/a.mp4', 'incoming/b.MOV', 'incoming/c.srt', 'incoming/d.vtt', 'incoming/'].map((k) =>
+			videoPattern.test(k),
+		),
+	).toEqual([true, true, false, false, false]);
 });

@@ -1,5 +1,12 @@
 // Runs the real Captioning node in n8n's execution engine against a sandbox.
-import type { ICredentialDataDecryptedObject, IDataObject, IExecuteContextData, INode, INodeExecutionData, WorkflowExecuteMode } from 'n8n-workflow';
+import type {
+	ICredentialDataDecryptedObject,
+	IDataObject,
+	IExecuteContextData,
+	INode,
+	INodeExecutionData,
+	WorkflowExecuteMode,
+} from 'n8n-workflow';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import type { RunResult } from '../engine/workflow';
@@ -13,7 +20,13 @@ let workflows = 0;
 export interface NodeRun extends RunResult {
 	items: INodeExecutionData[];
 	/** The node's error as n8n stored it, when the node failed. */
-	failure?: { message: string; description?: string; httpCode?: string; context?: IDataObject; name?: string };
+	failure?: {
+		message: string;
+		description?: string;
+		httpCode?: string;
+		context?: IDataObject;
+		name?: string;
+	};
 	/** The execution hints n8n shows above the node's output. */
 	hints: Array<{ message: string; type?: string; location?: string }>;
 }
@@ -41,18 +54,30 @@ export async function runCaptioning(
 		mode: options.mode,
 		contextData: options.contextData,
 		nodeTypes: { captioning: new Captioning() },
-		credentials: { captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl }, ...(options.s3 ? { captioningS3Api: options.s3 as ICredentialDataDecryptedObject } : {}) },
+		credentials: {
+			captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl },
+			...(options.s3 ? { captioningS3Api: options.s3 as ICredentialDataDecryptedObject } : {}),
+		},
 		input: options.input,
 		onStart: options.onStart,
 		webhookWaitingBaseUrl: options.webhookWaitingBaseUrl,
 	});
-	return { ...result, items: result.output(NODE), failure: result.error(NODE) as NodeRun['failure'], hints: result.run.data.resultData.runData[NODE]?.[0]?.hints ?? [] };
+	return {
+		...result,
+		items: result.output(NODE),
+		failure: result.error(NODE) as NodeRun['failure'],
+		hints: result.run.data.resultData.runData[NODE]?.[0]?.hints ?? [],
+	};
 }
 
 export const MEDIA = 'https://media.example.com/talk.mp4';
 
 /** Orders a job straight at the sandbox (not through n8n), as the dashboard or another tool would; returns its id. */
-export async function orderDirectly(sb: Sandbox, body: IDataObject = {}, key = sb.keys.full): Promise<string> {
+export async function orderDirectly(
+	sb: Sandbox,
+	body: IDataObject = {},
+	key = sb.keys.full,
+): Promise<string> {
 	const res = await fetch(`${sb.baseUrl}/jobs`, {
 		method: 'POST',
 		headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },

@@ -24,11 +24,27 @@ export function tlsPair(): TlsPair {
 	const dir = mkdtempSync(path.join(tmpdir(), 'captioning-tls-'));
 	const keyPath = path.join(dir, 'key.pem');
 	const certPath = path.join(dir, 'cert.pem');
-	execFileSync('openssl', [
-		'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2',
-		'-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
-		'-keyout', keyPath, '-out', certPath,
-	], { stdio: 'ignore' });
+	execFileSync(
+		'openssl',
+		[
+			'req',
+			'-x509',
+			'-newkey',
+			'rsa:2048',
+			'-nodes',
+			'-days',
+			'2',
+			'-subj',
+			'/CN=127.0.0.1',
+			'-addext',
+			'subjectAltName=IP:127.0.0.1',
+			'-keyout',
+			keyPath,
+			'-out',
+			certPath,
+		],
+		{ stdio: 'ignore' },
+	);
 	pair = { key: readFileSync(keyPath), cert: readFileSync(certPath), keyPath, certPath };
 	return pair;
 }
@@ -69,7 +85,12 @@ async function receiver(
 		const chunks: Buffer[] = [];
 		req.on('data', (c: Buffer) => chunks.push(c));
 		req.on('end', () => {
-			const r = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+			const r = {
+				method: req.method ?? '',
+				url: req.url ?? '',
+				headers: req.headers,
+				body: Buffer.concat(chunks).toString('utf8'),
+			};
 			received.push(r);
 			respond(r, res);
 		});

@@ -1,6 +1,13 @@
 // A test-only node that calls the transport with its parameters, so the transport runs inside
 // n8n's real execution context (real request helpers, real credential authentication).
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription, JsonObject } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeType,
+	INodeTypeDescription,
+	JsonObject,
+} from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
@@ -20,12 +27,18 @@ export const FAST_RETRY: Partial<RetryPolicy> = { baseDelayMs: 20, maxDelayMs: 1
  */
 function failureOf(ctx: IExecuteFunctions, shape: string): Error {
 	if (shape === 'reset-1x') {
-		const error = new NodeApiError(ctx.getNode(), { message: 'read ECONNRESET', code: 'ECONNRESET' } as unknown as JsonObject);
+		const error = new NodeApiError(ctx.getNode(), {
+			message: 'read ECONNRESET',
+			code: 'ECONNRESET',
+		} as unknown as JsonObject);
 		return Object.assign(error, { cause: undefined });
 	}
-	const ssrf = Object.assign(new Error('The request was blocked because it resolves to a restricted IP address'), {
-		[Symbol.for('n8n.backend-network.non-retryable-error')]: true,
-	});
+	const ssrf = Object.assign(
+		new Error('The request was blocked because it resolves to a restricted IP address'),
+		{
+			[Symbol.for('n8n.backend-network.non-retryable-error')]: true,
+		},
+	);
 	return new NodeApiError(ctx.getNode(), ssrf as unknown as JsonObject);
 }
 
@@ -53,10 +66,16 @@ export const probe: INodeType = {
 					idempotencyKey: p.idempotencyKey as string | undefined,
 					retry,
 				});
-				return [[{ json: { statusCode: r.statusCode, headers: r.headers, body: r.body as IDataObject } }]];
+				return [
+					[{ json: { statusCode: r.statusCode, headers: r.headers, body: r.body as IDataObject } }],
+				];
 			}
 			case 'list': {
-				const jobs = await listJobs(this, (p.filters as IDataObject) ?? {}, p.limit as number | undefined);
+				const jobs = await listJobs(
+					this,
+					(p.filters as IDataObject) ?? {},
+					p.limit as number | undefined,
+				);
 				return [[{ json: { ids: jobs.map((j) => j.id) } }]];
 			}
 			case 'put': {
@@ -72,10 +91,14 @@ export const probe: INodeType = {
 			case 'thrown': {
 				// A failure as n8n's request helpers hand it over, thrown by every attempt: `shape` says which.
 				let attempts = 0;
-				await sendWithRetries(this, { retryable: true, lane: 'read', target: 'the captioning service', retry }, async () => {
-					attempts += 1;
-					throw failureOf(this, p.shape as string);
-				}).catch((error: Error) => {
+				await sendWithRetries(
+					this,
+					{ retryable: true, lane: 'read', target: 'the captioning service', retry },
+					async () => {
+						attempts += 1;
+						throw failureOf(this, p.shape as string);
+					},
+				).catch((error: Error) => {
 					throw Object.assign(error, { attempts });
 				});
 				return [[{ json: {} }]];

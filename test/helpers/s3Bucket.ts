@@ -63,8 +63,15 @@ export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Prom
 	const server = createServer((req, res) => {
 		// n8n 1.x signs with aws4, which for a non-AWS host leaves out x-amz-content-sha256; for the
 		// bodiless requests it sends, the hash it signed is the empty body's, so the check still holds.
-		if (req.headers.authorization && !req.headers['x-amz-content-sha256']) req.headers['x-amz-content-sha256'] = EMPTY_SHA256;
-		const entry: S3Request = { method: req.method ?? '', url: req.url ?? '', status: 0, at: Date.now(), bytes: 0 };
+		if (req.headers.authorization && !req.headers['x-amz-content-sha256'])
+			req.headers['x-amz-content-sha256'] = EMPTY_SHA256;
+		const entry: S3Request = {
+			method: req.method ?? '',
+			url: req.url ?? '',
+			status: 0,
+			at: Date.now(),
+			bytes: 0,
+		};
 		requests.push(entry);
 		const write = res.write.bind(res) as (chunk: unknown, ...rest: unknown[]) => boolean;
 		const count = (chunk: unknown) => {
@@ -94,7 +101,14 @@ export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Prom
 		requests,
 		async put(key, body) {
 			// A plain PUT: s3rver lets unsigned requests through (only wrong signatures are refused).
-			const res = await fetch(`${endpoint}/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`, { method: 'PUT', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { 'content-type': 'video/mp4' } });
+			const res = await fetch(
+				`${endpoint}/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`,
+				{
+					method: 'PUT',
+					body: typeof body === 'string' ? body : new Uint8Array(body),
+					headers: { 'content-type': 'video/mp4' },
+				},
+			);
 			if (!res.ok) throw new Error(`PUT ${key}: ${res.status} ${await res.text()}`);
 		},
 		async putLarge(key, size) {

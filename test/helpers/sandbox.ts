@@ -2,7 +2,9 @@
 import { forgetPaces } from '../../nodes/Captioning/transport/pacing';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const server = require('../../sandbox/server') as { createSandbox: (options?: object) => Promise<Sandbox> };
+const server = require('../../sandbox/server') as {
+	createSandbox: (options?: object) => Promise<Sandbox>;
+};
 
 export interface LedgerRequest {
 	requestId: string;
@@ -26,7 +28,12 @@ export interface Sandbox {
 	keys: Record<'full' | 'readOnly' | 'revoked' | 'otherWorkspace' | 'noBalance', string>;
 	ledger: {
 		requests: LedgerRequest[];
-		jobs: Array<{ id: string; workspaceId: string; body: Record<string, unknown>; idempotencyKey: string | null }>;
+		jobs: Array<{
+			id: string;
+			workspaceId: string;
+			body: Record<string, unknown>;
+			idempotencyKey: string | null;
+		}>;
 		charges: Array<{ jobId: string; amountCents: number }>;
 		refunds: Array<{ jobId: string; amountCents: number }>;
 		uploads: Array<{
@@ -42,16 +49,62 @@ export interface Sandbox {
 			puts: number;
 		}>;
 		/** The service's fetches of a media_url on this machine: the URL without its query, status, bytes read, size. */
-		mediaFetches: Array<{ jobId: string; url: string; status: number | null; bytes: number; size: number | null; error: string | null; at: number }>;
-		deliveries: Array<{ eventId: string; type: string; jobId: string; url: string; attempt: number; status: number | null; error: string | null; at: number; /** Until the answer's headers (or the failure). */ ms?: number }>;
-		captionDownloads: Array<{ origin: string; jobId: string; format: string; authorization: boolean; at: number }>;
-		storageRequests: Array<{ method: string; path: string; authorization: boolean; status: number | null }>;
+		mediaFetches: Array<{
+			jobId: string;
+			url: string;
+			status: number | null;
+			bytes: number;
+			size: number | null;
+			error: string | null;
+			at: number;
+		}>;
+		deliveries: Array<{
+			eventId: string;
+			type: string;
+			jobId: string;
+			url: string;
+			attempt: number;
+			status: number | null;
+			error: string | null;
+			at: number;
+			/** Until the answer's headers (or the failure). */ ms?: number;
+		}>;
+		captionDownloads: Array<{
+			origin: string;
+			jobId: string;
+			format: string;
+			authorization: boolean;
+			at: number;
+		}>;
+		storageRequests: Array<{
+			method: string;
+			path: string;
+			authorization: boolean;
+			status: number | null;
+		}>;
 	};
 	injectFault(
 		route: string,
-		fault: { kind?: string; status?: number; code?: string; message?: string; param?: string; retryAfter?: number; times?: number; after?: number; location?: string },
+		fault: {
+			kind?: string;
+			status?: number;
+			code?: string;
+			message?: string;
+			param?: string;
+			retryAfter?: number;
+			times?: number;
+			after?: number;
+			location?: string;
+		},
 	): void;
-	setRandomFaults(config: { rate: number; kinds: Array<{ kind: string; status?: number; retryAfter?: number }>; match?: string } | null, seed?: number): void;
+	setRandomFaults(
+		config: {
+			rate: number;
+			kinds: Array<{ kind: string; status?: number; retryAfter?: number }>;
+			match?: string;
+		} | null,
+		seed?: number,
+	): void;
 	clearFaults(): void;
 	setRateLimits(limits: { readPerSecond?: number; writePerSecond?: number }): void;
 	setTiming(timing: { queuedMs: number; processingMs: number } | null): void;
@@ -60,7 +113,12 @@ export interface Sandbox {
 	setCaptionsOn(where: 'api' | 'storage'): void;
 	/** New jobs are created at this instant (null: now): jobs that share a creation time. */
 	setCreationTime(iso: string | null): void;
-	setWebhook(config: { attempts?: number; duplicate?: boolean; rejectUnauthorized?: boolean; ca?: Buffer }): void;
+	setWebhook(config: {
+		attempts?: number;
+		duplicate?: boolean;
+		rejectUnauthorized?: boolean;
+		ca?: Buffer;
+	}): void;
 	completeJob(id: string): Record<string, unknown>;
 	seedHistory(count: number): void;
 	cancelJob(id: string, reason: string): Record<string, unknown>;

@@ -13,85 +13,143 @@ import { useSandbox } from '../helpers/sandbox';
 let sb: Sandbox;
 useSandbox((s) => (sb = s));
 
-const create = (params: IDataObject = {}) => ({ resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', ...params });
-const urls = (names: string[]): INodeExecutionData[] => names.map((name) => ({ json: { url: `${MEDIA}?file=${name}` } }));
+const create = (params: IDataObject = {}) => ({
+	resource: 'job',
+	operation: 'create',
+	source: 'url',
+	mediaUrl: '={{ $json.url }}',
+	...params,
+});
+const urls = (names: string[]): INodeExecutionData[] =>
+	names.map((name) => ({ json: { url: `${MEDIA}?file=${name}` } }));
 const posts = () => sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
-const counts = () => ({ jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length, uploads: sb.ledger.uploads.length });
+const counts = () => ({
+	jobs: sb.ledger.jobs.length,
+	charges: sb.ledger.charges.length,
+	uploads: sb.ledger.uploads.length,
+});
 let workflow = 0;
 const newWorkflow = () => `pay-once-${++workflow}`;
 
-async function videos(names: string[], bytes: (name: string) => string = (name) => `video ${name} `.repeat(500)): Promise<INodeExecutionData[]> {
-	return await Promise.all(names.map(async (name) => ({ json: { name }, binary: await storeBinary(Buffer.from(bytes(name)), { fileName: `${name}.mp4`, mimeType: 'video/mp4' }) })));
+async function videos(
+	names: string[],
+	bytes: (name: string) => string = (name) => `video ${name} `.repeat(500),
+): Promise<INodeExecutionData[]> {
+	return await Promise.all(
+		names.map(async (name) => ({
+			json: { name },
+			binary: await storeBinary(Buffer.from(bytes(name)), {
+				fileName: `${name}.mp4`,
+				mimeType: 'video/mp4',
+			}),
+		})),
+	);
 }
 
-describe('a failed batch, then the execution\'s Retry', () => {
+describe("a failed batch, then the execution's Retry", () => {
 	test('every item one job and one charge in all; the retry replays what was ordered', async () => {
 		const workflowId = newWorkflow();
 		const input = urls(['a', 'b', 'c', 'd', 'e']);
 		// Items go one at a time; the fourth order is refused (not retried), so the node stops after three.
-		sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', message: 'Injected refusal', after: 3 });
+		sb.injectFault('POST /jobs', {
+			status: 400,
+			code: 'invalid_request',
+			message: 'Injected refusal',
+			after: 3,
+		});
 		const params = create({ batching: { concurrency: 1 } });
 		const failed = await runCaptioning(sb, params, { input, workflowId, mode: 'trigger' });
 		expect(failed.failure?.message).toMatch(/^Injected refusal/);
 		const ordered = sb.ledger.jobs.map((j) => j.id);
 		expect(ordered.length).toBeGreaterThanOrEqual(3);
 		expect(ordered.length).toBeLessThan(5);
-		const replays = "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
-		expect(failed.failure!.description).toContain(`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`);
+		const replays =
+			"Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
+		expect(failed.failure!.description).toContain(
+			`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`,
+		);
 		expect(failed.failure!.description!.endsWith(replays)).toBe(true);
 
 		// n8n's Retry: a new execution id, the failed node's input and node context copied.
-		const retried = await runCaptioning(sb, params, { input, workflowId, mode: 'retry', contextData: failed.contextData() });
+		const retried = await runCaptioning(sb, params, {
+			input,
+			workflowId,
+			mode: 'retry',
+			contextData: failed.contextData(),
+		});
 		expect(retried.failure).toBeUndefined();
 		expect(counts()).toMatchObject({ jobs: 5, charges: 5 });
 		const jobOf = (url: string) => sb.ledger.jobs.find((j) => j.body.media_url === url)!.id;
 		expect(retried.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
-			input.map(({ json }) => [jobOf(json.url as string), ordered.includes(jobOf(json.url as string))]),
+			input.map(({ json }) => [
+				jobOf(json.url as string),
+				ordered.includes(jobOf(json.url as string)),
+			]),
 		);
 	});
 });
 
 describe('n8n crashes during a Poll wait, then the crashed execution is retried', () => {
-	test.each(['url', 'binary'])('source %s: the retry (empty context) replays every order; the next node gets the jobs first ordered', async (source) => {
-		const workflowId = newWorkflow();
-		sb.setTiming({ queuedMs: 50, processingMs: 400 });
-		const input = source === 'url' ? urls(['x', 'y', 'z']) : await videos(['x', 'y', 'z']);
-		const params = create({ source, binaryPropertyName: 'data', waitForCompletion: 'poll', pollInterval: 1, timeout: 1 });
-		// The crash: the execution ends during the wait, and n8n keeps none of its context.
-		const crashed = await runCaptioning(sb, params, {
-			input,
-			workflowId,
-			mode: 'trigger',
-			// Once the three orders are in (and the wait has begun).
-			onStart: (cancel) => {
-				const check = setInterval(() => {
-					if (sb.ledger.jobs.length === 3) {
-						clearInterval(check);
-						setTimeout(cancel, 100);
-					}
-				}, 10);
-			},
-		});
-		expect(crashed.items).toHaveLength(0);
-		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
-		const first = sb.ledger.jobs.map((j) => j.id);
+	test.each(['url', 'binary'])(
+		'source %s: the retry (empty context) replays every order; the next node gets the jobs first ordered',
+		async (source) => {
+			const workflowId = newWorkflow();
+			sb.setTiming({ queuedMs: 50, processingMs: 400 });
+			const input = source === 'url' ? urls(['x', 'y', 'z']) : await videos(['x', 'y', 'z']);
+			const params = create({
+				source,
+				binaryPropertyName: 'data',
+				waitForCompletion: 'poll',
+				pollInterval: 1,
+				timeout: 1,
+			});
+			// The crash: the execution ends during the wait, and n8n keeps none of its context.
+			const crashed = await runCaptioning(sb, params, {
+				input,
+				workflowId,
+				mode: 'trigger',
+				// Once the three orders are in (and the wait has begun).
+				onStart: (cancel) => {
+					const check = setInterval(() => {
+						if (sb.ledger.jobs.length === 3) {
+							clearInterval(check);
+							setTimeout(cancel, 100);
+						}
+					}, 10);
+				},
+			});
+			expect(crashed.items).toHaveLength(0);
+			expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
+			const first = sb.ledger.jobs.map((j) => j.id);
 
-		const retried = await runCaptioning(sb, params, { input, workflowId, mode: 'retry' });
-		expect(retried.failure).toBeUndefined();
-		expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
-		// Each item gets the job first ordered for it (binary orders go out concurrently, in any order).
-		const jobFor = (item: INodeExecutionData) => sb.ledger.jobs.find((j) => (source === 'url' ? j.body.media_url === item.json.url : j.body.title === `${String(item.json.name)}.mp4`))!.id;
-		expect(first).toHaveLength(3);
-		expect(retried.items.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual(input.map((item) => [jobFor(item), 'completed', true]));
-		expect(posts().filter((r) => r.status === 409)).toHaveLength(0);
-	});
+			const retried = await runCaptioning(sb, params, { input, workflowId, mode: 'retry' });
+			expect(retried.failure).toBeUndefined();
+			expect(counts()).toMatchObject({ jobs: 3, charges: 3, uploads: source === 'binary' ? 3 : 0 });
+			// Each item gets the job first ordered for it (binary orders go out concurrently, in any order).
+			const jobFor = (item: INodeExecutionData) =>
+				sb.ledger.jobs.find((j) =>
+					source === 'url'
+						? j.body.media_url === item.json.url
+						: j.body.title === `${String(item.json.name)}.mp4`,
+				)!.id;
+			expect(first).toHaveLength(3);
+			expect(
+				retried.items.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed]),
+			).toEqual(input.map((item) => [jobFor(item), 'completed', true]));
+			expect(posts().filter((r) => r.status === 409)).toHaveLength(0);
+		},
+	);
 });
 
 describe('a new run over the same input replays', () => {
 	test('a listing that gains a file in front orders only the new file', async () => {
 		const workflowId = newWorkflow();
 		await runCaptioning(sb, create(), { input: urls(['one', 'two']), workflowId, mode: 'trigger' });
-		const run = await runCaptioning(sb, create(), { input: urls(['new', 'one', 'two']), workflowId, mode: 'trigger' });
+		const run = await runCaptioning(sb, create(), {
+			input: urls(['new', 'one', 'two']),
+			workflowId,
+			mode: 'trigger',
+		});
 		expect(counts()).toMatchObject({ jobs: 3, charges: 3 });
 		expect(run.items.map((i) => [i.json.media, i.json.idempotent_replayed])).toEqual([
 			[expect.objectContaining({ url: `${MEDIA}?file=new` }), false],
@@ -103,40 +161,80 @@ describe('a new run over the same input replays', () => {
 	test('other options are another order; Idempotency None orders again on purpose', async () => {
 		const workflowId = newWorkflow();
 		await runCaptioning(sb, create(), { input: urls(['talk']), workflowId });
-		await runCaptioning(sb, create({ options: { style: 'verbatim' } }), { input: urls(['talk']), workflowId });
+		await runCaptioning(sb, create({ options: { style: 'verbatim' } }), {
+			input: urls(['talk']),
+			workflowId,
+		});
 		await runCaptioning(sb, create({ idempotency: 'none' }), { input: urls(['talk']), workflowId });
-		await runCaptioning(sb, create({ idempotency: 'custom', idempotencyKey: 'talk-v2' }), { input: urls(['talk']), workflowId });
+		await runCaptioning(sb, create({ idempotency: 'custom', idempotencyKey: 'talk-v2' }), {
+			input: urls(['talk']),
+			workflowId,
+		});
 		expect(counts()).toMatchObject({ jobs: 4, charges: 4 });
 	});
-
 });
 
 describe('Binary File sources repeat cleanly', () => {
 	test.each([
-		['Custom Key (the templates)', { idempotency: 'custom', idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}' }],
+		[
+			'Custom Key (the templates)',
+			{
+				idempotency: 'custom',
+				idempotencyKey: '={{ "drive-" + $json.name + "-" + $workflow.id }}',
+			},
+		],
 		['Automatic', {}],
-	])('%s, run twice: one upload, one job, one charge; the second run replayed, no 409', async (_name, idempotency) => {
-		const workflowId = newWorkflow();
-		const params = create({ source: 'binary', binaryPropertyName: 'data', ...idempotency });
-		const first = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, mode: 'trigger' });
-		// The second run downloads the files again: new binary ids, the same bytes.
-		const second = await runCaptioning(sb, params, { input: await videos(['lecture', 'demo']), workflowId, mode: 'trigger' });
-		expect(second.failure).toBeUndefined();
-		expect(counts()).toEqual({ jobs: 2, charges: 2, uploads: 2 });
-		expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(first.items.map((i) => [i.json.id, true]));
-		expect(posts().map((r) => r.status)).toEqual([201, 201, 200, 200]);
-		// Shown above the output, once for the run; the first run, which paid, shows none.
-		expect(second.hints).toEqual([{ message: '2 of 2 orders replayed a job ordered before (Idempotency), so nothing was charged for them. Their items have idempotent_replayed: true.', location: 'outputPane' }]);
-		expect(first.hints).toEqual([]);
-	});
+	])(
+		'%s, run twice: one upload, one job, one charge; the second run replayed, no 409',
+		async (_name, idempotency) => {
+			const workflowId = newWorkflow();
+			const params = create({ source: 'binary', binaryPropertyName: 'data', ...idempotency });
+			const first = await runCaptioning(sb, params, {
+				input: await videos(['lecture', 'demo']),
+				workflowId,
+				mode: 'trigger',
+			});
+			// The second run downloads the files again: new binary ids, the same bytes.
+			const second = await runCaptioning(sb, params, {
+				input: await videos(['lecture', 'demo']),
+				workflowId,
+				mode: 'trigger',
+			});
+			expect(second.failure).toBeUndefined();
+			expect(counts()).toEqual({ jobs: 2, charges: 2, uploads: 2 });
+			expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
+				first.items.map((i) => [i.json.id, true]),
+			);
+			expect(posts().map((r) => r.status)).toEqual([201, 201, 200, 200]);
+			// Shown above the output, once for the run; the first run, which paid, shows none.
+			expect(second.hints).toEqual([
+				{
+					message:
+						'2 of 2 orders replayed a job ordered before (Idempotency), so nothing was charged for them. Their items have idempotent_replayed: true.',
+					location: 'outputPane',
+				},
+			]);
+			expect(first.hints).toEqual([]);
+		},
+	);
 
 	test('a Custom Key reused for a different file stays a clear error that says so', async () => {
 		const workflowId = newWorkflow();
-		const params = create({ source: 'binary', binaryPropertyName: 'data', idempotency: 'custom', idempotencyKey: 'drive-123' });
+		const params = create({
+			source: 'binary',
+			binaryPropertyName: 'data',
+			idempotency: 'custom',
+			idempotencyKey: 'drive-123',
+		});
 		await runCaptioning(sb, params, { input: await videos(['v1']), workflowId });
-		const run = await runCaptioning(sb, params, { input: await videos(['v1'], () => 'other bytes'.repeat(100)), workflowId });
+		const run = await runCaptioning(sb, params, {
+			input: await videos(['v1'], () => 'other bytes'.repeat(100)),
+			workflowId,
+		});
 		expect(run.failure).toMatchObject({ httpCode: '409' });
-		expect(run.failure!.description).toMatch(/^The Idempotency Key "drive-123" was used before for a different order: another file, or other options\. A key names one order/);
+		expect(run.failure!.description).toMatch(
+			/^The Idempotency Key "drive-123" was used before for a different order: another file, or other options\. A key names one order/,
+		);
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1 });
 	});
 
@@ -147,15 +245,30 @@ describe('Binary File sources repeat cleanly', () => {
 		clearProcessedData();
 		const run = await runCaptioning(sb, params, { input: await videos(['old']), workflowId });
 		expect(run.failure).toBeUndefined();
-		expect(run.items[0].json).toMatchObject({ id: first.items[0].json.id, idempotent_replayed: true });
+		expect(run.items[0].json).toMatchObject({
+			id: first.items[0].json.id,
+			idempotent_replayed: true,
+		});
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1, uploads: 2 });
 	});
 
 	test('two different files of the same name and size without a binary id (n8n 1.x keeps files in memory) are two orders', async () => {
 		const workflowId = newWorkflow();
 		const params = create({ source: 'binary', binaryPropertyName: 'data' });
-		const inMemory = (text: string) => ({ json: {}, binary: { data: { data: Buffer.from(text).toString('base64'), fileName: 'recording.wav', mimeType: 'audio/wav' } } });
-		const run = await runCaptioning(sb, params, { input: [inMemory('first recording'), inMemory('other recording')], workflowId });
+		const inMemory = (text: string) => ({
+			json: {},
+			binary: {
+				data: {
+					data: Buffer.from(text).toString('base64'),
+					fileName: 'recording.wav',
+					mimeType: 'audio/wav',
+				},
+			},
+		});
+		const run = await runCaptioning(sb, params, {
+			input: [inMemory('first recording'), inMemory('other recording')],
+			workflowId,
+		});
 		expect(run.failure).toBeUndefined();
 		expect(run.items.map((i) => i.json.idempotent_replayed)).toEqual([false, false]);
 		expect(new Set(run.items.map((i) => i.json.id)).size).toBe(2);
@@ -164,7 +277,11 @@ describe('Binary File sources repeat cleanly', () => {
 
 	test('the lookup of an earlier upload reads the job list once for the whole batch', async () => {
 		const workflowId = newWorkflow();
-		const params = create({ source: 'binary', binaryPropertyName: 'data', batching: { concurrency: 4 } });
+		const params = create({
+			source: 'binary',
+			binaryPropertyName: 'data',
+			batching: { concurrency: 4 },
+		});
 		const names = Array.from({ length: 12 }, (_, n) => `clip${n}`);
 		await runCaptioning(sb, params, { input: await videos(names), workflowId });
 		sb.resetLedger();

@@ -30,10 +30,23 @@ afterEach(async () => {
 });
 
 let workflows = 0;
-const urls = (n: number): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?batch=${workflows}&item=${i}` } }));
+const urls = (n: number): INodeExecutionData[] =>
+	Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?batch=${workflows}&item=${i}` } }));
 
-async function orderAndWait(input: INodeExecutionData[], params: IDataObject = {}, workflowId = `webhook-wait-${++workflows}`): Promise<WaitingExecution> {
-	const parameters = { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60, ...params };
+async function orderAndWait(
+	input: INodeExecutionData[],
+	params: IDataObject = {},
+	workflowId = `webhook-wait-${++workflows}`,
+): Promise<WaitingExecution> {
+	const parameters = {
+		resource: 'job',
+		operation: 'create',
+		source: 'url',
+		mediaUrl: '={{ $json.url }}',
+		waitForCompletion: 'webhook',
+		timeout: 60,
+		...params,
+	};
 	waiting = await runUntilWaiting({
 		nodes: [node('Captioning', 'captioning', parameters)],
 		nodeName: 'Captioning',
@@ -64,7 +77,12 @@ test('five items: one wait; events of jobs whose siblings still run are answered
 		readsPerEvent.push(reads() - before);
 	}
 	expect(w.answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
-	expect(w.answers.map((a) => (a.body as IDataObject).resumed)).toEqual([false, false, false, false]);
+	expect(w.answers.map((a) => (a.body as IDataObject).resumed)).toEqual([
+		false,
+		false,
+		false,
+		false,
+	]);
 	const before = reads();
 	sb.cancelJob(order[4], 'unsupported_language');
 	await sb.settleDeliveries();
@@ -76,9 +94,19 @@ test('five items: one wait; events of jobs whose siblings still run are answered
 	expect(readsPerEvent.slice(0, 4).every((n) => n <= 2)).toBe(true);
 	expect(readsPerEvent[4]).toBeLessThanOrEqual(4);
 	const out = done.output('Captioning');
-	expect(out.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(order.map((id, i) => [id, i === 4 ? 'cancelled' : 'completed', { item: i }]));
-	expect(out[4].json).toMatchObject({ cancellation: { reason: 'unsupported_language' }, event_type: 'job.cancelled', event_id: expect.stringMatching(/^evt_/) });
-	expect(out[0].json).toMatchObject({ event_type: 'job.completed', event_id: null, idempotent_replayed: false });
+	expect(out.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(
+		order.map((id, i) => [id, i === 4 ? 'cancelled' : 'completed', { item: i }]),
+	);
+	expect(out[4].json).toMatchObject({
+		cancellation: { reason: 'unsupported_language' },
+		event_type: 'job.cancelled',
+		event_id: expect.stringMatching(/^evt_/),
+	});
+	expect(out[0].json).toMatchObject({
+		event_type: 'job.completed',
+		event_id: null,
+		idempotent_replayed: false,
+	});
 	expect(sb.ledger.charges).toHaveLength(5);
 });
 
@@ -98,7 +126,13 @@ test('a batch of 150: an event reads the open jobs, never the whole batch, until
 	const done = await w.resumed;
 	expect(done.output('Captioning').map((i) => i.json.status)).toEqual(Array(150).fill('completed'));
 	// The last: the open lists (empty), then the batch (two pages).
-	expect(sb.ledger.requests.map((r) => r.query.status ?? 'all')).toEqual(['processing', 'queued', 'processing', 'all', 'all']);
+	expect(sb.ledger.requests.map((r) => r.query.status ?? 'all')).toEqual([
+		'processing',
+		'queued',
+		'processing',
+		'all',
+		'all',
+	]);
 }, 30000);
 
 test('the last two events at the same moment: both answered 200, one resume', async () => {
@@ -111,7 +145,9 @@ test('the last two events at the same moment: both answered 200, one resume', as
 	await sb.settleDeliveries();
 	const done = await w.resumed;
 	expect(w.answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
-	expect(w.answers.filter((a) => (a.body as IDataObject).resumed === true).length).toBeGreaterThanOrEqual(1);
+	expect(
+		w.answers.filter((a) => (a.body as IDataObject).resumed === true).length,
+	).toBeGreaterThanOrEqual(1);
 	expect(done.output('Captioning').map((i) => i.json.status)).toEqual(Array(5).fill('completed'));
 	expect(sb.ledger.deliveries.map((d) => d.status)).toEqual(Array(5).fill(200));
 });
@@ -120,7 +156,9 @@ test('Timeout with no event hands on the jobs as ordered (id, status), not the i
 	const w = await orderAndWait(urls(3));
 	const done = await w.resumeByTime();
 	const out = done.output('Captioning');
-	expect(out.map((i) => [i.json.id, i.json.status, i.json.object])).toEqual(jobIds().map((id) => [id, 'queued', 'job']));
+	expect(out.map((i) => [i.json.id, i.json.status, i.json.object])).toEqual(
+		jobIds().map((id) => [id, 'queued', 'job']),
+	);
 	expect(out.every((i) => i.json.url === undefined)).toBe(true);
 });
 
@@ -129,28 +167,60 @@ test('an event for a job this execution did not order is refused and resumes not
 	const [a] = jobIds();
 	const resumeUrl = String(sb.ledger.jobs[0].body.webhook_url);
 	// A job ordered elsewhere with this execution's URL (as a forger who learned it could).
-	const other = (await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: `${MEDIA}?elsewhere`, webhook_url: resumeUrl }) })).json()) as { id: string };
+	const other = (await (
+		await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ media_url: `${MEDIA}?elsewhere`, webhook_url: resumeUrl }),
+		})
+	).json()) as { id: string };
 	sb.completeJob(other.id);
 	sb.completeJob(a);
 	await sb.settleDeliveries();
 	expect(w.answers.map((x) => x.status).sort()).toEqual([200, 403]);
-	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({ error: `Event refused: job ${other.id} is not one this execution waits for.` });
+	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({
+		error: `Event refused: job ${other.id} is not one this execution waits for.`,
+	});
 });
 
 test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x would hand the parent its own input): the jobs, paired, and a hint that says why', async () => {
 	const pollS = inPlaceWait.pollS;
 	inPlaceWait.pollS = 1;
 	try {
-		const running = runCaptioning(sb, { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 5 }, { input: urls(3), mode: 'integrated' });
+		const running = runCaptioning(
+			sb,
+			{
+				resource: 'job',
+				operation: 'create',
+				source: 'url',
+				mediaUrl: '={{ $json.url }}',
+				waitForCompletion: 'webhook',
+				timeout: 5,
+			},
+			{ input: urls(3), mode: 'integrated' },
+		);
 		while (sb.ledger.jobs.length < 3) await new Promise((r) => setTimeout(r, 50));
 		// No resume URL was given to the service: nothing will call this execution back.
-		expect(sb.ledger.jobs.map((j) => j.body.webhook_url)).toEqual([undefined, undefined, undefined]);
+		expect(sb.ledger.jobs.map((j) => j.body.webhook_url)).toEqual([
+			undefined,
+			undefined,
+			undefined,
+		]);
 		const order = jobIds();
 		for (const id of order) sb.completeJob(id);
 		const run = await running;
 		expect(run.run.status).toBe('success');
-		expect(run.items.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(order.map((id, i) => [id, 'completed', { item: i }]));
-		expect(run.hints).toEqual([{ message: expect.stringMatching(/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow its parent waits for/), location: 'outputPane' }]);
+		expect(run.items.map((i) => [i.json.id, i.json.status, i.pairedItem])).toEqual(
+			order.map((id, i) => [id, 'completed', { item: i }]),
+		);
+		expect(run.hints).toEqual([
+			{
+				message: expect.stringMatching(
+					/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow its parent waits for/,
+				),
+				location: 'outputPane',
+			},
+		]);
 	} finally {
 		inPlaceWait.pollS = pollS;
 	}
@@ -160,22 +230,33 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 	test.each<[string, IDataObject]>([
 		['Automatic', {}],
 		['a Custom Key', { idempotency: 'custom', idempotencyKey: `drive-file-${Date.now()}` }],
-	])('with %s, after the first resumed: no second job or charge; the repeat ends at once with the completed job', async (_name, params) => {
-		const workflowId = `webhook-repeat-${++workflows}`;
-		const input = urls(1);
-		const first = await orderAndWait(input, params, workflowId);
-		const [id] = jobIds();
-		sb.completeJob(id);
-		await sb.settleDeliveries();
-		expect((await first.resumed).output('Captioning')[0].json).toMatchObject({ id, status: 'completed', idempotent_replayed: false });
-		await first.close();
+	])(
+		'with %s, after the first resumed: no second job or charge; the repeat ends at once with the completed job',
+		async (_name, params) => {
+			const workflowId = `webhook-repeat-${++workflows}`;
+			const input = urls(1);
+			const first = await orderAndWait(input, params, workflowId);
+			const [id] = jobIds();
+			sb.completeJob(id);
+			await sb.settleDeliveries();
+			expect((await first.resumed).output('Captioning')[0].json).toMatchObject({
+				id,
+				status: 'completed',
+				idempotent_replayed: false,
+			});
+			await first.close();
 
-		const repeat = await orderAndWait(input, params, workflowId);
-		expect(repeat.first.run.status).toBe('success');
-		expect(repeat.first.output('Captioning').map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual([[id, 'completed', true]]);
-		expect(sb.ledger.jobs).toHaveLength(1);
-		expect(sb.ledger.charges).toHaveLength(1);
-	});
+			const repeat = await orderAndWait(input, params, workflowId);
+			expect(repeat.first.run.status).toBe('success');
+			expect(
+				repeat.first
+					.output('Captioning')
+					.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed]),
+			).toEqual([[id, 'completed', true]]);
+			expect(sb.ledger.jobs).toHaveLength(1);
+			expect(sb.ledger.charges).toHaveLength(1);
+		},
+	);
 
 	test('while the first still waits: the repeat checks the job here until it completes (its events go to the first), and says so', async () => {
 		const pollS = inPlaceWait.pollS;
@@ -186,7 +267,16 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 			const first = await orderAndWait(input, {}, workflowId);
 			const [id] = jobIds();
 			const repeating = runUntilWaiting({
-				nodes: [node('Captioning', 'captioning', { resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', waitForCompletion: 'webhook', timeout: 60 })],
+				nodes: [
+					node('Captioning', 'captioning', {
+						resource: 'job',
+						operation: 'create',
+						source: 'url',
+						mediaUrl: '={{ $json.url }}',
+						waitForCompletion: 'webhook',
+						timeout: 60,
+					}),
+				],
 				nodeName: 'Captioning',
 				nodeTypes: { captioning: new Captioning() },
 				credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
@@ -194,18 +284,30 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 				mode: 'webhook',
 				workflowId,
 			});
-			while (sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length < 2) await new Promise((r) => setTimeout(r, 20));
+			while (sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length < 2)
+				await new Promise((r) => setTimeout(r, 20));
 			sb.completeJob(id);
 			await sb.settleDeliveries();
 			const repeat = await repeating;
 			expect(repeat.first.run.status).toBe('success');
-			expect(repeat.first.output('Captioning').map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed])).toEqual([[id, 'completed', true]]);
+			expect(
+				repeat.first
+					.output('Captioning')
+					.map((i) => [i.json.id, i.json.status, i.json.idempotent_replayed]),
+			).toEqual([[id, 'completed', true]]);
 			expect(repeat.first.run.data.resultData.runData.Captioning[0].hints).toEqual([
 				expect.objectContaining({ message: expect.stringMatching(/^1 of 1 order replayed/) }),
-				expect.objectContaining({ message: expect.stringMatching(/ordered with On Webhook, so their events go to that execution: they were checked here every 1 s/) }),
+				expect.objectContaining({
+					message: expect.stringMatching(
+						/ordered with On Webhook, so their events go to that execution: they were checked here every 1 s/,
+					),
+				}),
 			]);
 			// The first execution resumed from the event as usual.
-			expect((await first.resumed).output('Captioning')[0].json).toMatchObject({ id, status: 'completed' });
+			expect((await first.resumed).output('Captioning')[0].json).toMatchObject({
+				id,
+				status: 'completed',
+			});
 			expect(sb.ledger.jobs).toHaveLength(1);
 			expect(sb.ledger.charges).toHaveLength(1);
 			await repeat.close();

@@ -10,31 +10,44 @@ const captioning = 'nodes/Captioning';
 function files(dir: string, ext = /\.(ts|js)$/): string[] {
 	return readdirSync(path.join(root, dir)).flatMap((name) => {
 		const rel = path.join(dir, name);
-		return statSync(path.join(root, rel)).isDirectory() ? files(rel, ext) : ext.test(name) ? [rel] : [];
+		return statSync(path.join(root, rel)).isDirectory()
+			? files(rel, ext)
+			: ext.test(name)
+				? [rel]
+				: [];
 	});
 }
 
 /** The floor of a file of nodes/ and credentials/: lower floors never import higher ones. */
 const FLOORS: Array<[RegExp, number, string]> = [
-	[/^nodes\/Captioning\/model\//, 0, 'the service\'s model'],
+	[/^nodes\/Captioning\/model\//, 0, "the service's model"],
 	[/^nodes\/Captioning\/transport\//, 1, 'transport'],
 	[/^nodes\/Captioning\/(media|captions|listing)\//, 2, 'media, captions, listing'],
 	[/^nodes\/Captioning\/(orders|events)\//, 3, 'orders, events'],
 	[/^nodes\/Captioning\/waiting\//, 4, 'waiting'],
 	[/^nodes\/Captioning\/actions\//, 5, 'actions'],
-	[/^(nodes\/[^/]+\/[^/]+\.node\.ts|nodes\/Captioning(Trigger|PollingTrigger)\/|credentials\/)/, 6, 'node classes and their triggers'],
+	[
+		/^(nodes\/[^/]+\/[^/]+\.node\.ts|nodes\/Captioning(Trigger|PollingTrigger)\/|credentials\/)/,
+		6,
+		'node classes and their triggers',
+	],
 ];
 
 const floorOf = (file: string) => {
 	const found = FLOORS.find(([pattern]) => pattern.test(file));
-	if (!found) throw new Error(`${file} is on no floor: add its folder to FLOORS and to CONTRIBUTING's layout`);
+	if (!found)
+		throw new Error(
+			`${file} is on no floor: add its folder to FLOORS and to CONTRIBUTING's layout`,
+		);
 	return found;
 };
 
 /** A file's room: its folder under nodes/Captioning (actions, orders, …), else its node's folder. Inside a room, files import each other freely. */
 const roomOf = (file: string) => {
 	const parts = file.split('/');
-	return parts[0] === 'nodes' && parts[1] === 'Captioning' && parts.length > 3 ? parts.slice(0, 3).join('/') : path.dirname(file);
+	return parts[0] === 'nodes' && parts[1] === 'Captioning' && parts.length > 3
+		? parts.slice(0, 3).join('/')
+		: path.dirname(file);
 };
 
 /** The package's own files a file imports (resolved paths, relative to the root). */
@@ -75,7 +88,11 @@ test('the model imports nothing of the package; transport only the model', () =>
 		const [, floor] = floorOf(file);
 		if (floor > 1) return [];
 		return importsOf(file)
-			.filter((imported) => floorOf(imported)[1] > 0 || (floor === 0 && path.dirname(imported) !== path.dirname(file)))
+			.filter(
+				(imported) =>
+					floorOf(imported)[1] > 0 ||
+					(floor === 0 && path.dirname(imported) !== path.dirname(file)),
+			)
 			.filter((imported) => !(floor === 1 && imported.startsWith(`${captioning}/transport/`)))
 			.filter((imported) => !(floor === 0 && imported.startsWith(`${captioning}/model/`)))
 			.map((imported) => `${file} → ${imported}`);
@@ -90,8 +107,13 @@ test('the triggers never load the order engine, a waiter or the actions', () => 
 		for (const imported of importsOf(entry)) closure(imported, seen);
 		return seen;
 	};
-	for (const trigger of ['nodes/CaptioningTrigger/CaptioningTrigger.node.ts', 'nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.ts']) {
-		const loaded = [...closure(trigger)].filter((file) => /^nodes\/Captioning\/(orders|waiting|actions|media)\//.test(file));
+	for (const trigger of [
+		'nodes/CaptioningTrigger/CaptioningTrigger.node.ts',
+		'nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.ts',
+	]) {
+		const loaded = [...closure(trigger)].filter((file) =>
+			/^nodes\/Captioning\/(orders|waiting|actions|media)\//.test(file),
+		);
 		expect({ trigger, loaded }).toEqual({ trigger, loaded: [] });
 	}
 });
@@ -101,7 +123,9 @@ test('no file over 300 lines in nodes/, sandbox/ or bench/, but a panel whose li
 		const lines = readFileSync(path.join(root, file), 'utf8').split('\n');
 		if (lines.length <= 300) return false;
 		// A panel: its property list (from the first `properties` array to its end) is most of the file.
-		const start = lines.findIndex((line) => /^const properties: INodeProperties\[\] = \[/.test(line));
+		const start = lines.findIndex((line) =>
+			/^const properties: INodeProperties\[\] = \[/.test(line),
+		);
 		const end = lines.findIndex((line, n) => n > start && line === '];');
 		return start < 0 || lines.length - (end - start) > 300;
 	});
@@ -115,7 +139,10 @@ test('no two files of the package, its sandbox, bench or tests share a name', ()
 		// index.ts names its folder, and an operation is named by its resource's folder (n8n's own
 		// layout: actions/<resource>/<operation>.operation.ts).
 		if (/(^|\/)index\.ts$|\.operation\.ts$/.test(file)) continue;
-		const name = path.basename(file).replace(/\.[^.]+$/, '').toLowerCase();
+		const name = path
+			.basename(file)
+			.replace(/\.[^.]+$/, '')
+			.toLowerCase();
 		byName.set(name, [...(byName.get(name) ?? []), file]);
 	}
 	expect([...byName.values()].filter((list) => list.length > 1)).toEqual([]);

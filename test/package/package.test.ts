@@ -10,8 +10,12 @@ import { parse } from 'yaml';
 
 const run = promisify(execFile);
 const root = path.resolve(__dirname, '../..');
-const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<string, any>;
-const workflow = (name: string) => parse(readFileSync(path.join(root, '.github/workflows', name), 'utf8')) as Record<string, any>;
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Record<
+	string,
+	any
+>;
+const workflow = (name: string) =>
+	parse(readFileSync(path.join(root, '.github/workflows', name), 'utf8')) as Record<string, any>;
 
 function files(dir: string): string[] {
 	return readdirSync(dir).flatMap((name) => {
@@ -23,11 +27,22 @@ function files(dir: string): string[] {
 describe('the packed package', () => {
 	test('holds only dist, README, LICENSE, CHANGELOG and package.json; every file n8n loads is in it', async () => {
 		expect(existsSync(path.join(root, 'dist'))).toBe(true); // npm run build comes first (.ci/run)
-		const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
-		const packed = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0].files.map((f) => f.path);
-		const outside = packed.filter((p) => !p.startsWith('dist/') && !['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json'].includes(p));
+		const { stdout } = await run('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
+			cwd: root,
+			maxBuffer: 16 * 1024 * 1024,
+		});
+		const packed = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0].files.map(
+			(f) => f.path,
+		);
+		const outside = packed.filter(
+			(p) =>
+				!p.startsWith('dist/') &&
+				!['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json'].includes(p),
+		);
 		expect(outside).toEqual([]);
-		expect(packed).toEqual(expect.arrayContaining(['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']));
+		expect(packed).toEqual(
+			expect.arrayContaining(['README.md', 'LICENSE', 'CHANGELOG.md', 'package.json']),
+		);
 		for (const file of [...pkg.n8n.nodes, ...pkg.n8n.credentials]) expect(packed).toContain(file);
 		expect(packed.filter((p) => /\.test\.|\/test\/|sandbox|bench|examples/.test(p))).toEqual([]);
 	});
@@ -60,9 +75,14 @@ describe('shipped code imports only what n8n provides', () => {
 	// crash on n8n Cloud, so the compiled files are read here.
 	const allowed = new Set(['n8n-workflow', 'crypto', 'node:crypto']);
 	test('dist/nodes and dist/credentials require nothing else', () => {
-		const required = [...files(path.join(root, 'dist', 'nodes')), ...files(path.join(root, 'dist', 'credentials'))]
+		const required = [
+			...files(path.join(root, 'dist', 'nodes')),
+			...files(path.join(root, 'dist', 'credentials')),
+		]
 			.filter((f) => f.endsWith('.js'))
-			.flatMap((f) => [...readFileSync(f, 'utf8').matchAll(/require\((["'])([^"']+)\1\)/g)].map((m) => m[2]))
+			.flatMap((f) =>
+				[...readFileSync(f, 'utf8').matchAll(/require\((["'])([^"']+)\1\)/g)].map((m) => m[2]),
+			)
 			.filter((m) => !m.startsWith('.'));
 		expect(required.length).toBeGreaterThan(0);
 		expect([...new Set(required)].filter((m) => !allowed.has(m))).toEqual([]);
@@ -93,28 +113,38 @@ describe('publishing from GitHub Actions with provenance', () => {
 		expect(pkg.scripts.release).toBe('n8n-node release');
 		expect(pkg.scripts.prepublishOnly).toBe('n8n-node prerelease');
 		expect(pkg.devDependencies['release-it']).toBeTruthy();
-		const release = readFileSync(path.join(root, 'node_modules/@n8n/node-cli/dist/commands/release.js'), 'utf8');
+		const release = readFileSync(
+			path.join(root, 'node_modules/@n8n/node-cli/dist/commands/release.js'),
+			'utf8',
+		);
 		expect(release).toMatch(/NPM_CONFIG_PROVENANCE: 'true'/);
 		const { NODE_ENV: _env, RELEASE_MODE: _mode, ...env } = process.env;
-		await expect(run('npx', ['n8n-node', 'prerelease'], { cwd: root, env })).rejects.toMatchObject({ stdout: expect.stringMatching(/npm run release/) });
+		await expect(run('npx', ['n8n-node', 'prerelease'], { cwd: root, env })).rejects.toMatchObject({
+			stdout: expect.stringMatching(/npm run release/),
+		});
 	});
 });
 
 describe('install and verification', () => {
 	test('the lockfile lists every optional dependency of what it locks (npm ci refuses it otherwise)', () => {
-		const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { optionalDependencies?: Record<string, string> }> };
+		const lock = JSON.parse(readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
+			packages: Record<string, { optionalDependencies?: Record<string, string> }>;
+		};
 		const missing: string[] = [];
 		for (const [where, entry] of Object.entries(lock.packages)) {
 			for (const dep of Object.keys(entry.optionalDependencies ?? {})) {
 				const nested = `${where}/node_modules/${dep}`;
-				if (!lock.packages[nested] && !lock.packages[`node_modules/${dep}`]) missing.push(`${where} → ${dep}`);
+				if (!lock.packages[nested] && !lock.packages[`node_modules/${dep}`])
+					missing.push(`${where} → ${dep}`);
 			}
 		}
 		expect(missing).toEqual([]);
 	});
 
 	test("eslint.config.mjs is n8n's default and n8n-node cloud-support says the package is eligible", async () => {
-		expect(readFileSync(path.join(root, 'eslint.config.mjs'), 'utf8')).toBe("import { config } from '@n8n/node-cli/eslint';\n\nexport default config;\n");
+		expect(readFileSync(path.join(root, 'eslint.config.mjs'), 'utf8')).toBe(
+			"import { config } from '@n8n/node-cli/eslint';\n\nexport default config;\n",
+		);
 		// CI may force colours (FORCE_COLOR): ask for none and strip what still comes.
 		const env = { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' };
 		const { stdout } = await run('npx', ['n8n-node', 'cloud-support'], { cwd: root, env });

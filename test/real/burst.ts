@@ -28,9 +28,23 @@ const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
  * Imports (and on 2.x publishes) the workflows; call before n8n starts. `captionsTo`: a folder n8n
  * may write to, for the trigger with Attach Captions (one SRT file per job).
  */
-export async function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string): Promise<void> {
-	await n8n.cli(['import:credentials', `--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`]);
-	const noOp = (id: string) => ({ id: `${id}-noop`, name: 'Next', type: 'n8n-nodes-base.noOp', typeVersion: 1, position: [220, 0], parameters: {} });
+export async function importBurstWorkflows(
+	n8n: N8n,
+	sb: Sandbox,
+	captionsTo?: string,
+): Promise<void> {
+	await n8n.cli([
+		'import:credentials',
+		`--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+	]);
+	const noOp = (id: string) => ({
+		id: `${id}-noop`,
+		name: 'Next',
+		type: 'n8n-nodes-base.noOp',
+		typeVersion: 1,
+		position: [220, 0],
+		parameters: {},
+	});
 	const workflow = (id: string, name: string, trigger: object, next: object = noOp(id)) => ({
 		id,
 		name,
@@ -38,54 +52,90 @@ export async function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: s
 		active: false,
 		settings: { executionOrder: 'v1' },
 		nodes: [trigger, next],
-		connections: { [(trigger as { name: string }).name]: { main: [[{ node: (next as { name: string }).name, type: 'main', index: 0 }]] } },
+		connections: {
+			[(trigger as { name: string }).name]: {
+				main: [[{ node: (next as { name: string }).name, type: 'main', index: 0 }]],
+			},
+		},
 	});
 	const ids = [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW];
 	await n8n.cli([
 		'import:workflow',
-		`--input=${tempJson('burst-trigger.json', workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
-			id: 'burst-trigger',
-			name: 'Job Event',
-			type: 'n8n-nodes-captioning.captioningTrigger',
-			typeVersion: 2,
-			position: [0, 0],
-			webhookId: TRIGGER_WEBHOOK_ID,
-			parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
-			credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
-		}))}`,
+		`--input=${tempJson(
+			'burst-trigger.json',
+			workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
+				id: 'burst-trigger',
+				name: 'Job Event',
+				type: 'n8n-nodes-captioning.captioningTrigger',
+				typeVersion: 2,
+				position: [0, 0],
+				webhookId: TRIGGER_WEBHOOK_ID,
+				parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
+				credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
+			}),
+		)}`,
 	]);
 	await n8n.cli([
 		'import:workflow',
-		`--input=${tempJson('burst-webhook.json', workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
-			id: 'burst-webhook',
-			name: 'Webhook',
-			type: 'n8n-nodes-base.webhook',
-			typeVersion: 2,
-			position: [0, 0],
-			webhookId: '9a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c52',
-			parameters: { httpMethod: 'POST', path: WEBHOOK_PATH, responseMode: 'onReceived', options: {} },
-		}))}`,
+		`--input=${tempJson(
+			'burst-webhook.json',
+			workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
+				id: 'burst-webhook',
+				name: 'Webhook',
+				type: 'n8n-nodes-base.webhook',
+				typeVersion: 2,
+				position: [0, 0],
+				webhookId: '9a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c52',
+				parameters: {
+					httpMethod: 'POST',
+					path: WEBHOOK_PATH,
+					responseMode: 'onReceived',
+					options: {},
+				},
+			}),
+		)}`,
 	]);
 	if (captionsTo) {
 		ids.push(BURST_CAPTIONS_WORKFLOW);
 		await n8n.cli([
 			'import:workflow',
-			`--input=${tempJson('burst-captions.json', workflow(
-				BURST_CAPTIONS_WORKFLOW,
-				'Burst: Captioning Trigger, Attach Captions',
-				{
-					id: 'burst-captions',
-					name: 'Job Event',
-					type: 'n8n-nodes-captioning.captioningTrigger',
-					typeVersion: 2,
-					position: [0, 0],
-					webhookId: CAPTIONS_WEBHOOK_ID,
-					parameters: { events: ['job.completed', 'job.cancelled'], verify: true, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' },
-					credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
-				},
-				// As the templates store captions: a file per job (appended: a job reported twice would show).
-				{ id: 'burst-captions-write', name: 'Write SRT', type: 'n8n-nodes-base.readWriteFile', typeVersion: 1, position: [220, 0], parameters: { operation: 'write', fileName: `=${captionsTo}/{{ $json.id }}.srt`, dataPropertyName: 'data', options: { append: true } } },
-			))}`,
+			`--input=${tempJson(
+				'burst-captions.json',
+				workflow(
+					BURST_CAPTIONS_WORKFLOW,
+					'Burst: Captioning Trigger, Attach Captions',
+					{
+						id: 'burst-captions',
+						name: 'Job Event',
+						type: 'n8n-nodes-captioning.captioningTrigger',
+						typeVersion: 2,
+						position: [0, 0],
+						webhookId: CAPTIONS_WEBHOOK_ID,
+						parameters: {
+							events: ['job.completed', 'job.cancelled'],
+							verify: true,
+							attachCaptions: true,
+							formats: ['srt'],
+							binaryPropertyName: 'data',
+						},
+						credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
+					},
+					// As the templates store captions: a file per job (appended: a job reported twice would show).
+					{
+						id: 'burst-captions-write',
+						name: 'Write SRT',
+						type: 'n8n-nodes-base.readWriteFile',
+						typeVersion: 1,
+						position: [220, 0],
+						parameters: {
+							operation: 'write',
+							fileName: `=${captionsTo}/{{ $json.id }}.srt`,
+							dataPropertyName: 'data',
+							options: { append: true },
+						},
+					},
+				),
+			)}`,
 		]);
 	}
 	if (n8n.install.version.startsWith('2.')) {
@@ -101,11 +151,28 @@ export function srtPath(captionsTo: string, jobId: string): string {
 /** Activates the workflows on 1.x (2.x: published before start) and waits until both answer. */
 export async function activateBurstWorkflows(n8n: N8n, captions = false): Promise<void> {
 	const api = executionsApi(() => n8n);
-	await api.activateOn1x([BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW, ...(captions ? [BURST_CAPTIONS_WORKFLOW] : [])]);
+	await api.activateOn1x([
+		BURST_TRIGGER_WORKFLOW,
+		BURST_WEBHOOK_WORKFLOW,
+		...(captions ? [BURST_CAPTIONS_WORKFLOW] : []),
+	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
-	await api.waitFor('the burst webhooks', async () => ((await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning`, {})).status === 400 ? true : undefined));
-	if (captions) await api.waitFor('the captions burst webhook', async () => ((await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`, {})).status === 400 ? true : undefined));
-	await api.waitFor("the Webhook node's webhook", async () => ((await n8n.post(`/webhook/${WEBHOOK_PATH}`, { warmUp: true })).status === 200 ? true : undefined));
+	await api.waitFor('the burst webhooks', async () =>
+		(await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning`, {})).status === 400
+			? true
+			: undefined,
+	);
+	if (captions)
+		await api.waitFor('the captions burst webhook', async () =>
+			(await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`, {})).status === 400
+				? true
+				: undefined,
+		);
+	await api.waitFor("the Webhook node's webhook", async () =>
+		(await n8n.post(`/webhook/${WEBHOOK_PATH}`, { warmUp: true })).status === 200
+			? true
+			: undefined,
+	);
 }
 
 export type BurstTarget = 'trigger' | 'triggerCaptions' | 'webhookNode';
@@ -117,7 +184,13 @@ export interface BurstResult {
 	ids: string[];
 	executions: number;
 	/** Deliveries (each event twice, and any the service tried again) and their answers. */
-	deliveries: Array<{ eventId: string; attempt: number; status: number | null; error: string | null; ms?: number }>;
+	deliveries: Array<{
+		eventId: string;
+		attempt: number;
+		status: number | null;
+		error: string | null;
+		ms?: number;
+	}>;
 	/** Reads of jobs by the trigger's key during the burst (GET /jobs and GET /jobs/{id}), and 429s among them. */
 	reads: number;
 	refused: number;
@@ -132,11 +205,18 @@ export interface BurstResult {
 	totalMs: number;
 }
 
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
+const percentile = (xs: number[], p: number) =>
+	[...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 
 const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
-	trigger: { workflowId: BURST_TRIGGER_WORKFLOW, path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning` },
-	triggerCaptions: { workflowId: BURST_CAPTIONS_WORKFLOW, path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning` },
+	trigger: {
+		workflowId: BURST_TRIGGER_WORKFLOW,
+		path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning`,
+	},
+	triggerCaptions: {
+		workflowId: BURST_CAPTIONS_WORKFLOW,
+		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`,
+	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 };
 
@@ -144,13 +224,21 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 export const burstUrl = (n8n: N8n, target: BurstTarget) => `${n8n.url}${TARGETS[target].path}`;
 
 /** Orders `count` jobs (manual clock) with the target's URL, as Job → Create's Webhook URL would; returns their ids. */
-export async function prepareBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number): Promise<string[]> {
+export async function prepareBurst(
+	n8n: N8n,
+	sb: Sandbox,
+	target: BurstTarget,
+	count: number,
+): Promise<string[]> {
 	const ids: string[] = [];
 	for (let n = 0; n < count; n++) {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
 			method: 'POST',
 			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
-			body: JSON.stringify({ media_url: `https://media.example.com/burst-${target}-${n}.mp4`, webhook_url: burstUrl(n8n, target) }),
+			body: JSON.stringify({
+				media_url: `https://media.example.com/burst-${target}-${n}.mp4`,
+				webhook_url: burstUrl(n8n, target),
+			}),
 		});
 		ids.push(((await res.json()) as { id: string }).id);
 	}
@@ -162,11 +250,23 @@ export async function prepareBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, c
  * reads/s. `among`: the jobs are prepared (prepareBurst) and the caller has set the limits and
  * cleared the ledger, since other work runs at the same time.
  */
-export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, count: number, options: { windowMs?: number; among?: string[]; attempts?: number } = {}): Promise<BurstResult> {
+export async function fireBurst(
+	n8n: N8n,
+	sb: Sandbox,
+	target: BurstTarget,
+	count: number,
+	options: { windowMs?: number; among?: string[]; attempts?: number } = {},
+): Promise<BurstResult> {
 	const api = executionsApi(() => n8n);
 	const { workflowId } = TARGETS[target];
 	const windowMs = options.windowMs ?? 2000;
-	const executions = async () => (await n8n.rest<{ results?: unknown[]; count?: number }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`)).body.count ?? 0;
+	const executions = async () =>
+		(
+			await n8n.rest<{ results?: unknown[]; count?: number }>(
+				'GET',
+				`/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`,
+			)
+		).body.count ?? 0;
 	const before = await executions();
 	const ids = options.among ?? (await prepareBurst(n8n, sb, target, count));
 	if (!options.among) {
@@ -183,7 +283,13 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 		await sb.settleDeliveries();
 		// Every job's execution, or (n8n overloaded past the sender's retries) as many as came: the
 		// caller judges; the e2e suite requires every one.
-		await api.waitFor(`${count} executions of ${workflowId}`, async () => ((await executions()) >= before + count ? true : undefined), 120000).catch(() => undefined);
+		await api
+			.waitFor(
+				`${count} executions of ${workflowId}`,
+				async () => ((await executions()) >= before + count ? true : undefined),
+				120000,
+			)
+			.catch(() => undefined);
 	} finally {
 		if (!options.among) sb.setRateLimits({});
 		sb.setWebhook({ duplicate: false, attempts: 3 });
@@ -193,14 +299,20 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 	// duplicates and the sender's retries too): any execution more than one per job would show, and
 	// the next burst meets an idle n8n.
 	let seen = -1;
-	for (let quietSince = Date.now(), deadline = Date.now() + 120000; Date.now() < deadline && Date.now() - quietSince < 3000; ) {
+	for (
+		let quietSince = Date.now(), deadline = Date.now() + 120000;
+		Date.now() < deadline && Date.now() - quietSince < 3000;
+
+	) {
 		const count = await executions();
 		if (count !== seen) quietSince = Date.now();
 		seen = count;
 		await new Promise((r) => setTimeout(r, 500));
 	}
 	const deliveries = sb.ledger.deliveries.filter((d) => ids.includes(d.jobId));
-	const reads = sb.ledger.requests.filter((r) => r.keyName === 'full' && (r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}'));
+	const reads = sb.ledger.requests.filter(
+		(r) => r.keyName === 'full' && (r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}'),
+	);
 	const allReads = sb.ledger.requests.filter((r) => r.keyName === 'full' && r.method === 'GET');
 	const firstTries = deliveries.filter((d) => d.attempt === 1);
 	return {
@@ -208,13 +320,23 @@ export async function fireBurst(n8n: N8n, sb: Sandbox, target: BurstTarget, coun
 		events: count,
 		ids,
 		executions: (await executions()) - before,
-		deliveries: deliveries.map(({ eventId, attempt, status, error, ms }) => ({ eventId, attempt, status, error, ms })),
+		deliveries: deliveries.map(({ eventId, attempt, status, error, ms }) => ({
+			eventId,
+			attempt,
+			status,
+			error,
+			ms,
+		})),
 		reads: reads.length,
 		refused: reads.filter((r) => r.status === 429).length,
 		allReads: allReads.length,
 		allRefused: allReads.filter((r) => r.status === 429).length,
-		p95Ms: percentile(firstTries.map((d) => d.ms ?? Infinity), 95),
-		senderTimeouts: firstTries.filter((d) => d.status === null || (d.ms ?? Infinity) >= 10000).length,
+		p95Ms: percentile(
+			firstTries.map((d) => d.ms ?? Infinity),
+			95,
+		),
+		senderTimeouts: firstTries.filter((d) => d.status === null || (d.ms ?? Infinity) >= 10000)
+			.length,
 		totalMs,
 	};
 }

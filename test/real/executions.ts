@@ -17,15 +17,25 @@ export interface Execution {
 /** `n8n` is read at each call: the suites create their instance in beforeAll. */
 export function executionsApi(n8n: () => N8n) {
 	const executions = async (workflowId: string): Promise<Execution[]> => {
-		const res = await n8n().rest<{ results?: Execution[] } | Execution[]>('GET', `/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`);
+		const res = await n8n().rest<{ results?: Execution[] } | Execution[]>(
+			'GET',
+			`/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`,
+		);
 		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
 	};
-	const waitFor = async <T>(what: string, probe: () => Promise<T | undefined>, ms = 120000): Promise<T> => {
+	const waitFor = async <T>(
+		what: string,
+		probe: () => Promise<T | undefined>,
+		ms = 120000,
+	): Promise<T> => {
 		const deadline = Date.now() + ms;
 		for (;;) {
 			const value = await probe();
 			if (value !== undefined) return value;
-			if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; n8n's last lines:\n${n8n().log().slice(-3000)}`);
+			if (Date.now() > deadline)
+				throw new Error(
+					`timed out waiting for ${what}; n8n's last lines:\n${n8n().log().slice(-3000)}`,
+				);
 			await new Promise((r) => setTimeout(r, 500));
 		}
 	};
@@ -35,9 +45,17 @@ export function executionsApi(n8n: () => N8n) {
 		/** An execution's run data as n8n stores it (flatted in the REST answer). */
 		async runDataOf(id: string): Promise<RunData> {
 			// eslint-disable-next-line @typescript-eslint/no-require-imports
-			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
-			const res = await n8n().rest<{ data: string | { resultData: { runData: RunData } } }>('GET', `/executions/${id}`);
-			const data = typeof res.body.data === 'string' ? (flatted.parse(res.body.data) as { resultData: { runData: RunData } }) : res.body.data;
+			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as {
+				parse(text: string): unknown;
+			};
+			const res = await n8n().rest<{ data: string | { resultData: { runData: RunData } } }>(
+				'GET',
+				`/executions/${id}`,
+			);
+			const data =
+				typeof res.body.data === 'string'
+					? (flatted.parse(res.body.data) as { resultData: { runData: RunData } })
+					: res.body.data;
 			return data.resultData.runData;
 		},
 		/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
@@ -51,22 +69,49 @@ export function executionsApi(n8n: () => N8n) {
 		 * as n8n stored it, waiting on the execution stack. Read one by one: n8n's list comes 100 at
 		 * most a page, and 1.x and 2.x page it differently.
 		 */
-		async jobsByExecution(workflowId: string, nodeName: string, afterId: number): Promise<Array<Execution & { jobs: string[] }>> {
+		async jobsByExecution(
+			workflowId: string,
+			nodeName: string,
+			afterId: number,
+		): Promise<Array<Execution & { jobs: string[] }>> {
 			// eslint-disable-next-line @typescript-eslint/no-require-imports
-			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as { parse(text: string): unknown };
-			type Stored = { resultData: { runData: RunData }; executionData?: { nodeExecutionStack?: Array<{ node: { name: string }; data: { main?: Array<Item[] | null> } }> } };
+			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as {
+				parse(text: string): unknown;
+			};
+			type Stored = {
+				resultData: { runData: RunData };
+				executionData?: {
+					nodeExecutionStack?: Array<{
+						node: { name: string };
+						data: { main?: Array<Item[] | null> };
+					}>;
+				};
+			};
 			const found: Array<Execution & { jobs: string[] }> = [];
 			// Ids count up; past the newest, twenty in a row are not there (n8n may answer those 200 with nothing).
 			for (let id = afterId + 1, missing = 0; missing < 20; id++) {
-				const res = await n8n().rest<(Execution & { workflowId: string; data: string | Stored }) | null>('GET', `/executions/${id}`);
-				const there = res.status === 200 && typeof res.body === 'object' && res.body !== null && String(res.body.id) === String(id);
+				const res = await n8n().rest<
+					(Execution & { workflowId: string; data: string | Stored }) | null
+				>('GET', `/executions/${id}`);
+				const there =
+					res.status === 200 &&
+					typeof res.body === 'object' &&
+					res.body !== null &&
+					String(res.body.id) === String(id);
 				missing = there ? 0 : missing + 1;
 				if (!there || res.body!.workflowId !== workflowId) continue;
-				const data = typeof res.body!.data === 'string' ? (flatted.parse(res.body!.data) as Stored) : res.body!.data;
+				const data =
+					typeof res.body!.data === 'string'
+						? (flatted.parse(res.body!.data) as Stored)
+						: res.body!.data;
 				// A crashed execution's output is n8n's placeholder ({ isArtificialRecoveredEventItem }): its job is on the stack.
 				const output = data?.resultData?.runData?.[nodeName]?.[0]?.data?.main?.[0] ?? [];
-				const input = data?.executionData?.nodeExecutionStack?.find((entry) => entry.node.name === nodeName)?.data.main?.[0] ?? [];
-				const jobs = [...output, ...input].filter((item) => item?.json?.object === 'job').map((item) => String(item.json.id));
+				const input =
+					data?.executionData?.nodeExecutionStack?.find((entry) => entry.node.name === nodeName)
+						?.data.main?.[0] ?? [];
+				const jobs = [...output, ...input]
+					.filter((item) => item?.json?.object === 'job')
+					.map((item) => String(item.json.id));
 				found.push({ id: String(id), status: res.body!.status, jobs: [...new Set(jobs)] });
 			}
 			return found;
@@ -81,12 +126,28 @@ export function executionsApi(n8n: () => N8n) {
 		/** 1.x: a CLI import writes no workflow_history row, which activation needs; a REST save writes it. (2.x: publish:workflow before start.) */
 		async activateOn1x(ids: string[]): Promise<void> {
 			if (n8n().install.version.startsWith('2.')) return;
-			type Wf = { versionId: string; nodes: unknown[]; connections: unknown; name: string; settings: unknown };
+			type Wf = {
+				versionId: string;
+				nodes: unknown[];
+				connections: unknown;
+				name: string;
+				settings: unknown;
+			};
 			for (const id of ids) {
 				const wf = await n8n().rest<Wf>('GET', `/workflows/${id}`);
-				const saved = await n8n().rest<Wf>('PATCH', `/workflows/${id}`, { name: wf.body.name, nodes: wf.body.nodes, connections: wf.body.connections, settings: wf.body.settings, versionId: wf.body.versionId });
-				const res = await n8n().rest('PATCH', `/workflows/${id}`, { active: true, versionId: saved.body.versionId });
-				if (res.status !== 200) throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+				const saved = await n8n().rest<Wf>('PATCH', `/workflows/${id}`, {
+					name: wf.body.name,
+					nodes: wf.body.nodes,
+					connections: wf.body.connections,
+					settings: wf.body.settings,
+					versionId: wf.body.versionId,
+				});
+				const res = await n8n().rest('PATCH', `/workflows/${id}`, {
+					active: true,
+					versionId: saved.body.versionId,
+				});
+				if (res.status !== 200)
+					throw new Error(`activation of ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
 			}
 		},
 	};

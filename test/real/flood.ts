@@ -24,8 +24,17 @@ export interface FloodOptions {
  * The polling workflow: the Captioning Polling Trigger (Attach Captions, SRT) every `everySeconds`
  * seconds → Write SRT, appended to `<out>/<job id>.srt`.
  */
-export function pollingWorkflow(options: { id: string; credentialId: string; everySeconds: number; out: string; filters?: object }): object {
-	const seconds = Array.from({ length: Math.floor(60 / options.everySeconds) }, (_, n) => n * options.everySeconds);
+export function pollingWorkflow(options: {
+	id: string;
+	credentialId: string;
+	everySeconds: number;
+	out: string;
+	filters?: object;
+}): object {
+	const seconds = Array.from(
+		{ length: Math.floor(60 / options.everySeconds) },
+		(_, n) => n * options.everySeconds,
+	);
 	return {
 		id: options.id,
 		name: `Polling: ${options.id}`,
@@ -40,7 +49,12 @@ export function pollingWorkflow(options: { id: string; credentialId: string; eve
 				typeVersion: 1,
 				position: [0, 0],
 				parameters: {
-					pollTimes: { item: seconds.map((second) => ({ mode: 'custom', cronExpression: `${second} * * * * *` })) },
+					pollTimes: {
+						item: seconds.map((second) => ({
+							mode: 'custom',
+							cronExpression: `${second} * * * * *`,
+						})),
+					},
 					events: ['job.completed'],
 					filters: options.filters ?? {},
 					attachCaptions: true,
@@ -49,18 +63,42 @@ export function pollingWorkflow(options: { id: string; credentialId: string; eve
 				},
 				credentials: { captioningApi: { id: options.credentialId, name: options.credentialId } },
 			},
-			{ id: `${options.id}-write`, name: 'Write SRT', type: 'n8n-nodes-base.readWriteFile', typeVersion: 1, position: [220, 0], parameters: { operation: 'write', fileName: `=${options.out}/{{ $json.id }}.srt`, dataPropertyName: 'data', options: { append: true } } },
+			{
+				id: `${options.id}-write`,
+				name: 'Write SRT',
+				type: 'n8n-nodes-base.readWriteFile',
+				typeVersion: 1,
+				position: [220, 0],
+				parameters: {
+					operation: 'write',
+					fileName: `=${options.out}/{{ $json.id }}.srt`,
+					dataPropertyName: 'data',
+					options: { append: true },
+				},
+			},
 		],
 		connections: { 'Job Finished': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] } },
 	};
 }
 
 /** Imports (and on 2.x publishes) the polling workflow, polling with the read-only key; call before n8n starts. */
-export async function importFlood(n8n: N8n, sb: Sandbox, out: string, everySeconds: number): Promise<void> {
+export async function importFlood(
+	n8n: N8n,
+	sb: Sandbox,
+	out: string,
+	everySeconds: number,
+): Promise<void> {
 	mkdirSync(out, { recursive: true });
-	await n8n.cli(['import:credentials', `--input=${tempJson('flood-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`]);
-	await n8n.cli(['import:workflow', `--input=${tempJson('flood.json', pollingWorkflow({ id: FLOOD_WORKFLOW, credentialId: CREDENTIAL_ID, everySeconds, out }))}`]);
-	if (n8n.install.version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${FLOOD_WORKFLOW}`]);
+	await n8n.cli([
+		'import:credentials',
+		`--input=${tempJson('flood-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`,
+	]);
+	await n8n.cli([
+		'import:workflow',
+		`--input=${tempJson('flood.json', pollingWorkflow({ id: FLOOD_WORKFLOW, credentialId: CREDENTIAL_ID, everySeconds, out }))}`,
+	]);
+	if (n8n.install.version.startsWith('2.'))
+		await n8n.cli(['publish:workflow', `--id=${FLOOD_WORKFLOW}`]);
 }
 
 /** Activates the workflow on 1.x (2.x: published before start) and waits until its activation has read the service. */
@@ -68,7 +106,12 @@ export async function activateFlood(n8n: N8n, sb: Sandbox, since: number): Promi
 	const api = executionsApi(() => n8n);
 	await api.activateOn1x([FLOOD_WORKFLOW]);
 	// Activation reads the open lists, the newest job and the open lists again (the poller's key).
-	await api.waitFor('the trigger to activate', async () => (sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.at >= since && r.status !== null).length >= 5 ? true : undefined));
+	await api.waitFor('the trigger to activate', async () =>
+		sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.at >= since && r.status !== null)
+			.length >= 5
+			? true
+			: undefined,
+	);
 }
 
 export interface FloodResult {
@@ -91,11 +134,20 @@ export interface FloodResult {
 }
 
 /** Floods the trigger and waits until every job's SRT is written, then two more polls. */
-export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: FloodOptions): Promise<FloodResult> {
+export async function runFlood(
+	n8n: N8n,
+	sb: Sandbox,
+	out: string,
+	options: FloodOptions,
+): Promise<FloodResult> {
 	const { executions, runDataOf, waitFor } = executionsApi(() => n8n);
 	const ids: string[] = [];
 	for (let n = 0; n < options.jobs; n++) {
-		const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: `https://media.example.com/flood-${n}.mp4` }) });
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify({ media_url: `https://media.example.com/flood-${n}.mp4` }),
+		});
 		ids.push(((await res.json()) as { id: string }).id);
 	}
 	sb.setRateLimits({ readPerSecond: options.readLimit });
@@ -103,19 +155,28 @@ export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: Floo
 	try {
 		for (const id of ids) sb.completeJob(id);
 		const written = () => readdirSync(out).filter((f) => f.endsWith('.srt'));
-		await waitFor('every SRT', async () => (ids.every((id) => written().includes(`${id}.srt`)) ? true : undefined), 300000);
+		await waitFor(
+			'every SRT',
+			async () => (ids.every((id) => written().includes(`${id}.srt`)) ? true : undefined),
+			300000,
+		);
 		const lastReportedMs = Date.now() - flooded;
 		// Two more polls: nothing may come twice.
 		await new Promise((r) => setTimeout(r, 2 * options.everySeconds * 1000 + 1000));
-		const ours = sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.at >= flooded).sort((a, b) => a.at - b.at);
+		const ours = sb.ledger.requests
+			.filter((r) => r.keyName === 'readOnly' && r.at >= flooded)
+			.sort((a, b) => a.at - b.at);
 		const downloads = sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId));
 		const lastDownload = Math.max(...downloads.map((d) => d.at));
 		const working = ours.filter((r) => r.at <= lastDownload);
 		let idleMaxMs = 0;
-		for (let n = 1; n < working.length; n++) idleMaxMs = Math.max(idleMaxMs, working[n].at - working[n - 1].at);
+		for (let n = 1; n < working.length; n++)
+			idleMaxMs = Math.max(idleMaxMs, working[n].at - working[n - 1].at);
 		// Per poll that reported: its jobs and the reads since the previous one's execution (a poll's
 		// execution starts when it returned, and polls of the node do not overlap).
-		const runs = (await executions(FLOOD_WORKFLOW)).filter((e) => Date.parse(e.startedAt!) >= flooded).sort((a, b) => Date.parse(a.startedAt!) - Date.parse(b.startedAt!));
+		const runs = (await executions(FLOOD_WORKFLOW))
+			.filter((e) => Date.parse(e.startedAt!) >= flooded)
+			.sort((a, b) => Date.parse(a.startedAt!) - Date.parse(b.startedAt!));
 		let since = flooded;
 		let reported = 0;
 		const polls: FloodResult['polls'] = [];
@@ -124,7 +185,12 @@ export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: Floo
 			const jobs = (await runDataOf(run.id))['Job Finished'][0].data!.main![0]!.length;
 			const reads = ours.filter((r) => r.at > since && r.at <= started);
 			const lists = reads.filter((r) => r.route === 'GET /jobs').length;
-			polls.push({ jobs, lists, other: reads.length - lists, refused: reads.filter((r) => r.status === 429).length });
+			polls.push({
+				jobs,
+				lists,
+				other: reads.length - lists,
+				refused: reads.filter((r) => r.status === 429).length,
+			});
 			reported += jobs;
 			since = started;
 		}
@@ -133,7 +199,11 @@ export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: Floo
 		return {
 			ids,
 			written: written(),
-			writtenOnce: written().every((file) => (readFileSync(path.join(out, file), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length === 1),
+			writtenOnce: written().every(
+				(file) =>
+					(readFileSync(path.join(out, file), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? [])
+						.length === 1,
+			),
 			lastReportedMs,
 			listReads: ours.filter((r) => r.route === 'GET /jobs').length,
 			downloads: downloads.length,
@@ -148,4 +218,7 @@ export async function runFlood(n8n: N8n, sb: Sandbox, out: string, options: Floo
 	}
 }
 
-export const describePolls = (polls: FloodResult['polls']) => polls.map((p) => `${p.jobs} jobs/${p.lists} lists/${p.other} other reads (${p.refused}×429)`).join('; ');
+export const describePolls = (polls: FloodResult['polls']) =>
+	polls
+		.map((p) => `${p.jobs} jobs/${p.lists} lists/${p.other} other reads (${p.refused}×429)`)
+		.join('; ');

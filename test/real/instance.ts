@@ -28,14 +28,22 @@ export interface N8nInstall {
  * passes on npm's errors and its closing lines, so a first run never looks hung. npm's warnings
  * (dozens of ERESOLVE peer-dependency notes from n8n's own tree, harmless) are counted, not shown.
  */
-export async function installN8n(version: string, progress?: (line: string) => void): Promise<N8nInstall> {
+export async function installN8n(
+	version: string,
+	progress?: (line: string) => void,
+): Promise<N8nInstall> {
 	const script = path.join(__dirname, 'install-n8n.sh');
 	let stdout: string;
 	if (!progress) {
-		stdout = (await run('bash', [script, version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 })).stdout;
+		stdout = (
+			await run('bash', [script, version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 })
+		).stdout;
 	} else {
 		stdout = await new Promise<string>((resolve, reject) => {
-			const child = spawn('bash', [script, version], { env: { ...process.env, npm_config_loglevel: 'http' }, stdio: ['ignore', 'pipe', 'pipe'] });
+			const child = spawn('bash', [script, version], {
+				env: { ...process.env, npm_config_loglevel: 'http' },
+				stdio: ['ignore', 'pipe', 'pipe'],
+			});
 			const started = Date.now();
 			let out = '';
 			let fetched = 0;
@@ -48,7 +56,11 @@ export async function installN8n(version: string, progress?: (line: string) => v
 			let lastFetched = -1;
 			// Once every package is fetched npm unpacks and links them for minutes without a word.
 			const timer = setInterval(() => {
-				progress(fetched > 0 && fetched === lastFetched ? `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched, npm is unpacking them…` : `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`);
+				progress(
+					fetched > 0 && fetched === lastFetched
+						? `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched, npm is unpacking them…`
+						: `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`,
+				);
 				lastFetched = fetched;
 			}, 10000);
 			child.stdout.on('data', (d) => (out += String(d)));
@@ -66,7 +78,10 @@ export async function installN8n(version: string, progress?: (line: string) => v
 			child.on('close', (code) => {
 				clearInterval(timer);
 				if (code === 0) {
-					const hidden = warnings > 0 ? ` (npm printed ${warnings} warnings about n8n's own dependencies, not shown: they are expected)` : '';
+					const hidden =
+						warnings > 0
+							? ` (npm printed ${warnings} warnings about n8n's own dependencies, not shown: they are expected)`
+							: '';
 					progress(`  n8n ${version} ready after ${elapsed()}${hidden}`);
 					resolve(out);
 				} else {
@@ -110,7 +125,10 @@ let packed: string | undefined;
 export async function packPackage(): Promise<string> {
 	if (packed) return packed;
 	const out = tempFolder('captioning-pack-');
-	const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--silent'], { cwd: root, maxBuffer: 16 * 1024 * 1024 });
+	const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--silent'], {
+		cwd: root,
+		maxBuffer: 16 * 1024 * 1024,
+	});
 	packed = path.join(out, stdout.trim().split('\n').pop()!);
 	return packed;
 }
@@ -154,7 +172,11 @@ export interface N8n {
 	/** Kills the main process (SIGKILL): a crash. */
 	kill(): Promise<void>;
 	/** A REST call as the owner (created on first use). */
-	rest<T = unknown>(method: string, pathname: string, body?: unknown): Promise<{ status: number; body: T }>;
+	rest<T = unknown>(
+		method: string,
+		pathname: string,
+		body?: unknown,
+	): Promise<{ status: number; body: T }>;
 	/** POSTs to a URL of this n8n (webhooks). */
 	post(pathname: string, body: unknown): Promise<{ status: number; text: string }>;
 	log(): string;
@@ -169,11 +191,18 @@ export const tls = new Agent({ connect: { ca: tlsPair().cert } });
  * `fileAccess`: folders Read/Write Files from Disk may use (besides the temp folder); `extraEnv`:
  * settings for every process and CLI run (a database, queue mode).
  */
-export async function createN8n(install: N8nInstall, fileAccess: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<N8n> {
+export async function createN8n(
+	install: N8nInstall,
+	fileAccess: string[] = [],
+	extraEnv: NodeJS.ProcessEnv = {},
+): Promise<N8n> {
 	const userFolder = tempFolder(`n8n-${install.version}-`);
 	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
 	mkdirSync(nodesDir, { recursive: true });
-	writeFileSync(path.join(nodesDir, 'package.json'), JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }));
+	writeFileSync(
+		path.join(nodesDir, 'package.json'),
+		JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }),
+	);
 	const tgz = await packPackage();
 	// Not jest's environment: with NODE_ENV=test n8n runs in its own test mode and prints nothing.
 	const { NODE_ENV: _nodeEnv, JEST_WORKER_ID: _worker, ...inherited } = process.env;
@@ -183,7 +212,11 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 		npm_config_yes: 'true',
 	};
 	// As n8n's community-node installer does: --legacy-peer-deps keeps npm from pulling n8n-workflow.
-	await run('npm', ['install', tgz, '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: nodesDir, env, maxBuffer: 16 * 1024 * 1024 });
+	await run(
+		'npm',
+		['install', tgz, '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'],
+		{ cwd: nodesDir, env, maxBuffer: 16 * 1024 * 1024 },
+	);
 
 	const port = await freePort();
 	const { keyPath, certPath } = tlsPair();
@@ -215,7 +248,10 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 	const bin = path.join(install.dir, 'node_modules', 'n8n', 'bin', 'n8n');
 	let cookie = '';
 
-	const spawnProcess = async (command: N8nProcess['command'], env: NodeJS.ProcessEnv = {}): Promise<N8nProcess> => {
+	const spawnProcess = async (
+		command: N8nProcess['command'],
+		env: NodeJS.ProcessEnv = {},
+	): Promise<N8nProcess> => {
 		const own = command === 'start' ? port : Number(env.N8N_PORT ?? (await freePort()));
 		const url = `https://127.0.0.1:${own}`;
 		let child: ChildProcess | undefined;
@@ -234,20 +270,30 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			url,
 			async start() {
 				// Each n8n process starts a task broker: every process needs a port of its own.
-				const processEnv = { ...n8nEnv, N8N_PORT: String(own), N8N_RUNNERS_BROKER_PORT: String(await freePort()), ...env };
+				const processEnv = {
+					...n8nEnv,
+					N8N_PORT: String(own),
+					N8N_RUNNERS_BROKER_PORT: String(await freePort()),
+					...env,
+				};
 				output = '';
-				child = spawn(path.join(install.nodeBin, 'node'), [bin, command], { env: processEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+				child = spawn(path.join(install.nodeBin, 'node'), [bin, command], {
+					env: processEnv,
+					stdio: ['ignore', 'pipe', 'pipe'],
+				});
 				child.stdout!.on('data', (d) => (output += String(d)));
 				child.stderr!.on('data', (d) => (output += String(d)));
 				const deadline = Date.now() + 180000;
 				for (;;) {
-					if (child.exitCode !== null) throw new Error(`n8n ${command} exited (${child.exitCode}):\n${output.slice(-4000)}`);
+					if (child.exitCode !== null)
+						throw new Error(`n8n ${command} exited (${child.exitCode}):\n${output.slice(-4000)}`);
 					try {
 						if (await ready()) return;
 					} catch {
 						// not listening yet
 					}
-					if (Date.now() > deadline) throw new Error(`n8n ${command} did not become ready:\n${output.slice(-4000)}`);
+					if (Date.now() > deadline)
+						throw new Error(`n8n ${command} did not become ready:\n${output.slice(-4000)}`);
 					await new Promise((r) => setTimeout(r, 500));
 				}
 			},
@@ -282,10 +328,16 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			try {
 				// Each n8n process starts a task broker: a CLI run beside the server needs a port of its own.
 				const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
-				return await run(path.join(install.nodeBin, 'node'), [bin, ...args], { env, maxBuffer: 64 * 1024 * 1024, timeout: 10 * 60 * 1000 });
+				return await run(path.join(install.nodeBin, 'node'), [bin, ...args], {
+					env,
+					maxBuffer: 64 * 1024 * 1024,
+					timeout: 10 * 60 * 1000,
+				});
 			} catch (error) {
 				const e = error as { stdout?: string; stderr?: string; message: string };
-				throw new Error(`n8n ${args[0]} failed: ${e.message}\n${String(e.stdout ?? '').slice(-3000)}\n${String(e.stderr ?? '').slice(-2000)}`);
+				throw new Error(
+					`n8n ${args[0]} failed: ${e.message}\n${String(e.stdout ?? '').slice(-3000)}\n${String(e.stderr ?? '').slice(-2000)}`,
+				);
 			}
 		},
 		start: async () => await main.start(),
@@ -293,9 +345,19 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 		kill: async () => await main.kill(),
 		async rest<T>(method: string, pathname: string, body?: unknown) {
 			if (!cookie) {
-				const owner = { email: 'owner@example.com', firstName: 'Test', lastName: 'Owner', password: 'Passw0rd-for-e2e' };
+				const owner = {
+					email: 'owner@example.com',
+					firstName: 'Test',
+					lastName: 'Owner',
+					password: 'Passw0rd-for-e2e',
+				};
 				const post = async (route: string, body: object) => {
-					const r = await request(`${instance.url}/rest${route}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+					const r = await request(`${instance.url}/rest${route}`, {
+						method: 'POST',
+						dispatcher: tls,
+						headers: { 'content-type': 'application/json' },
+						body: JSON.stringify(body),
+					});
 					await r.body.text();
 					return r;
 				};
@@ -307,11 +369,18 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 					res = await post('/owner/setup', owner);
 				}
 				const cookieOf = (r: typeof res) =>
-					([] as string[]).concat(r.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
+					([] as string[])
+						.concat(r.headers['set-cookie'] ?? [])
+						.map((c) => c.split(';')[0])
+						.join('; ');
 				cookie = cookieOf(res);
 				// Setup may answer without a session (already set up, or auth not yet in place): log in.
 				while (!cookie && Date.now() < deadline) {
-					res = await post('/login', { emailOrLdapLoginId: owner.email, email: owner.email, password: owner.password });
+					res = await post('/login', {
+						emailOrLdapLoginId: owner.email,
+						email: owner.email,
+						password: owner.password,
+					});
 					cookie = cookieOf(res);
 					if (!cookie) await new Promise((r) => setTimeout(r, 500));
 				}
@@ -328,7 +397,8 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			};
 			// Right after a start, n8n 1.x answers /rest/settings and /login before it has mounted
 			// every controller: Express's own "Cannot PATCH /rest/…" page. Retry while it says so.
-			const unmounted = (r: { res: { statusCode: number }; text: string }) => r.res.statusCode === 404 && r.text.includes(`Cannot ${method.toUpperCase()} /rest`);
+			const unmounted = (r: { res: { statusCode: number }; text: string }) =>
+				r.res.statusCode === 404 && r.text.includes(`Cannot ${method.toUpperCase()} /rest`);
 			const deadline = Date.now() + 30000;
 			let sent = await send();
 			while (unmounted(sent) && Date.now() < deadline) {
@@ -346,7 +416,12 @@ export async function createN8n(install: N8nInstall, fileAccess: string[] = [], 
 			return { status: res.statusCode, body: data as T };
 		},
 		async post(pathname, body) {
-			const res = await request(`${instance.url}${pathname}`, { method: 'POST', dispatcher: tls, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+			const res = await request(`${instance.url}${pathname}`, {
+				method: 'POST',
+				dispatcher: tls,
+				headers: { 'content-type': 'application/json' },
+				body: JSON.stringify(body),
+			});
 			return { status: res.statusCode, text: await res.body.text() };
 		},
 		log: () => main.log(),

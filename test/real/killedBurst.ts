@@ -26,7 +26,8 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 	const since = await newestId();
 	sb.resetLedger();
 	sb.setWebhook({ duplicate: false, attempts: 30 });
-	const answered = () => new Set(sb.ledger.deliveries.filter((d) => d.status === 200).map((d) => d.jobId));
+	const answered = () =>
+		new Set(sb.ledger.deliveries.filter((d) => d.status === 200).map((d) => d.jobId));
 	try {
 		const completing = (async () => {
 			for (const id of ids) {
@@ -34,15 +35,28 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 				await new Promise((r) => setTimeout(r, 2000 / count));
 			}
 		})();
-		await waitFor('a third of the events answered', async () => (answered().size >= count / 3 ? true : undefined), 120000);
+		await waitFor(
+			'a third of the events answered',
+			async () => (answered().size >= count / 3 ? true : undefined),
+			120000,
+		);
 		const answeredBeforeKill = answered().size;
 		await n8n.kill();
 		await completing;
 		await n8n.start();
 		await sb.settleDeliveries();
 		const running = async () =>
-			(await n8n.rest<{ results?: Execution[] }>('GET', `/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId: BURST_CAPTIONS_WORKFLOW, status: ['new', 'running'] }))}`)).body.results ?? [];
-		await waitFor('every execution to end', async () => ((await running()).length === 0 ? true : undefined), 180000);
+			(
+				await n8n.rest<{ results?: Execution[] }>(
+					'GET',
+					`/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId: BURST_CAPTIONS_WORKFLOW, status: ['new', 'running'] }))}`,
+				)
+			).body.results ?? [];
+		await waitFor(
+			'every execution to end',
+			async () => ((await running()).length === 0 ? true : undefined),
+			180000,
+		);
 		const executions = await jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
 		const held = new Set(executions.flatMap((e) => e.jobs));
 		return {

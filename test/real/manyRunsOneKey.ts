@@ -27,11 +27,25 @@ export const SHARED = { burst: 150, batch: 100, polled: 100, readLimit: 10, writ
 export async function importSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise<void> {
 	for (const dir of ['burst', 'polled']) mkdirSync(path.join(work, dir), { recursive: true });
 	await importBurstWorkflows(n8n, sb, path.join(work, 'burst'));
-	const urls = Array.from({ length: SHARED.batch }, (_, n) => `https://media.example.com/shared-batch-${n}.mp4`);
-	await n8n.cli(['import:workflow', `--input=${batchWaitWorkflow(BATCH_WORKFLOW, BATCH_HOOK, urls, 10, BURST_CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`]);
-	const polling = pollingWorkflow({ id: POLL_WORKFLOW, credentialId: BURST_CREDENTIAL_ID, everySeconds: 10, out: path.join(work, 'polled'), filters: { metadataKey: 'group', metadataValue: 'polled' } });
+	const urls = Array.from(
+		{ length: SHARED.batch },
+		(_, n) => `https://media.example.com/shared-batch-${n}.mp4`,
+	);
+	await n8n.cli([
+		'import:workflow',
+		`--input=${batchWaitWorkflow(BATCH_WORKFLOW, BATCH_HOOK, urls, 10, BURST_CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`,
+	]);
+	const polling = pollingWorkflow({
+		id: POLL_WORKFLOW,
+		credentialId: BURST_CREDENTIAL_ID,
+		everySeconds: 10,
+		out: path.join(work, 'polled'),
+		filters: { metadataKey: 'group', metadataValue: 'polled' },
+	});
 	await n8n.cli(['import:workflow', `--input=${tempJson('shared-poll.json', polling)}`]);
-	if (n8n.install.version.startsWith('2.')) for (const id of [BATCH_WORKFLOW, POLL_WORKFLOW]) await n8n.cli(['publish:workflow', `--id=${id}`]);
+	if (n8n.install.version.startsWith('2.'))
+		for (const id of [BATCH_WORKFLOW, POLL_WORKFLOW])
+			await n8n.cli(['publish:workflow', `--id=${id}`]);
 }
 
 export interface SharedKeyResult {
@@ -54,11 +68,21 @@ export async function runSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise
 	const api = executionsApi(() => n8n);
 	await api.activateOn1x([BATCH_WORKFLOW, POLL_WORKFLOW]);
 	const order = async (body: object) => {
-		const res = await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify(body),
+		});
 		return ((await res.json()) as { id: string }).id;
 	};
 	const polled: string[] = [];
-	for (let n = 0; n < SHARED.polled; n++) polled.push(await order({ media_url: `https://media.example.com/shared-polled-${n}.mp4`, metadata: { group: 'polled' } }));
+	for (let n = 0; n < SHARED.polled; n++)
+		polled.push(
+			await order({
+				media_url: `https://media.example.com/shared-polled-${n}.mp4`,
+				metadata: { group: 'polled' },
+			}),
+		);
 	const burstJobs = await prepareBurst(n8n, sb, 'triggerCaptions', SHARED.burst);
 	// Let the polling trigger see them open (a poll, about 10 s), so that they are reported when they finish.
 	await new Promise((r) => setTimeout(r, 12000));
@@ -72,12 +96,25 @@ export async function runSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise
 		const batch = n8n.post(`/webhook/${BATCH_HOOK}`, {});
 		const burst = await fireBurst(n8n, sb, 'triggerCaptions', SHARED.burst, { among: burstJobs });
 		await batch;
-		const written = () => readdirSync(path.join(work, 'polled')).filter((f) => polled.includes(f.replace(/\.srt$/, '')));
-		await api.waitFor('the polled jobs reported', async () => (written().length === SHARED.polled ? true : undefined), 240000);
-		const batchRun = await api.waitFor('the batch to finish', async () => {
-			const list = await api.executions(BATCH_WORKFLOW);
-			return list.length > 0 && !['new', 'running', 'waiting'].includes(list[0].status) ? list[0] : undefined;
-		}, 240000);
+		const written = () =>
+			readdirSync(path.join(work, 'polled')).filter((f) =>
+				polled.includes(f.replace(/\.srt$/, '')),
+			);
+		await api.waitFor(
+			'the polled jobs reported',
+			async () => (written().length === SHARED.polled ? true : undefined),
+			240000,
+		);
+		const batchRun = await api.waitFor(
+			'the batch to finish',
+			async () => {
+				const list = await api.executions(BATCH_WORKFLOW);
+				return list.length > 0 && !['new', 'running', 'waiting'].includes(list[0].status)
+					? list[0]
+					: undefined;
+			},
+			240000,
+		);
 		const requests = sb.ledger.requests.filter((r) => r.keyName === 'full');
 		const passed = requests.filter((r) => r.status !== 429);
 		const reads = passed.filter((r) => r.method === 'GET').length;

@@ -20,11 +20,22 @@ export interface Service {
 export async function ensurePackages(): Promise<void> {
 	if (existsSync(path.join(PG_BIN, 'postgres')) && existsSync('/usr/bin/redis-server')) return;
 	const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-	await run('apt-get', ['update', '-qq'], { env, timeout: 10 * 60 * 1000, maxBuffer: 64 * 1024 * 1024 });
-	await run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'postgresql-15', 'redis-server'], { env, timeout: 15 * 60 * 1000, maxBuffer: 64 * 1024 * 1024 });
+	await run('apt-get', ['update', '-qq'], {
+		env,
+		timeout: 10 * 60 * 1000,
+		maxBuffer: 64 * 1024 * 1024,
+	});
+	await run(
+		'apt-get',
+		['install', '-y', '-qq', '--no-install-recommends', 'postgresql-15', 'redis-server'],
+		{ env, timeout: 15 * 60 * 1000, maxBuffer: 64 * 1024 * 1024 },
+	);
 }
 
-function supervise(child: ChildProcess, signal: NodeJS.Signals): Service & { output: () => string } {
+function supervise(
+	child: ChildProcess,
+	signal: NodeJS.Signals,
+): Service & { output: () => string } {
 	let output = '';
 	child.stdout?.on('data', (d) => (output += String(d)));
 	child.stderr?.on('data', (d) => (output += String(d)));
@@ -43,7 +54,11 @@ function supervise(child: ChildProcess, signal: NodeJS.Signals): Service & { out
 	};
 }
 
-async function waitUntil(check: () => Promise<boolean>, what: string, log: () => string): Promise<void> {
+async function waitUntil(
+	check: () => Promise<boolean>,
+	what: string,
+	log: () => string,
+): Promise<void> {
 	const deadline = Date.now() + 60000;
 	while (!(await check().catch(() => false))) {
 		if (Date.now() > deadline) throw new Error(`${what} did not start:\n${log().slice(-3000)}`);
@@ -60,21 +75,64 @@ export async function startPostgres(): Promise<Service> {
 	const data = path.join(dir, 'data');
 	// As root, run as the `postgres` user (Postgres refuses root) and signal it directly at the end.
 	const user = process.getuid?.() === 0 ? await postgresUser() : {};
-	await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'n8n', '-A', 'trust', '--no-sync'], { ...user, cwd: dir, maxBuffer: 16 * 1024 * 1024 });
+	await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'n8n', '-A', 'trust', '--no-sync'], {
+		...user,
+		cwd: dir,
+		maxBuffer: 16 * 1024 * 1024,
+	});
 	const port = await freePort();
 	// Small and fast: no fsync (a test database), socket in our own folder.
-	const args = ['-D', data, '-p', String(port), '-h', '127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=200'];
-	const service = supervise(spawn(path.join(PG_BIN, 'postgres'), args, { ...user, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] }), 'SIGINT');
-	await waitUntil(async () => {
-		await run(path.join(PG_BIN, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port)]);
-		return true;
-	}, 'Postgres', service.log);
-	await run(path.join(PG_BIN, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'n8n', 'n8n']);
+	const args = [
+		'-D',
+		data,
+		'-p',
+		String(port),
+		'-h',
+		'127.0.0.1',
+		'-k',
+		dir,
+		'-c',
+		'fsync=off',
+		'-c',
+		'synchronous_commit=off',
+		'-c',
+		'full_page_writes=off',
+		'-c',
+		'max_connections=200',
+	];
+	const service = supervise(
+		spawn(path.join(PG_BIN, 'postgres'), args, {
+			...user,
+			cwd: dir,
+			stdio: ['ignore', 'pipe', 'pipe'],
+		}),
+		'SIGINT',
+	);
+	await waitUntil(
+		async () => {
+			await run(path.join(PG_BIN, 'pg_isready'), ['-h', '127.0.0.1', '-p', String(port)]);
+			return true;
+		},
+		'Postgres',
+		service.log,
+	);
+	await run(path.join(PG_BIN, 'createdb'), [
+		'-h',
+		'127.0.0.1',
+		'-p',
+		String(port),
+		'-U',
+		'n8n',
+		'n8n',
+	]);
 	return { ...service, port };
 }
 
 async function postgresUser(): Promise<{ uid: number; gid: number }> {
-	const [uid, gid] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
+	const [uid, gid] = await Promise.all([
+		run('id', ['-u', 'postgres']),
+		run('id', ['-g', 'postgres']),
+	]);
 	return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
@@ -82,8 +140,27 @@ async function postgresUser(): Promise<{ uid: number; gid: number }> {
 export async function startRedis(): Promise<Service> {
 	const port = await freePort();
 	const dir = tempFolder('redis-');
-	const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+	const child = spawn(
+		'/usr/bin/redis-server',
+		[
+			'--port',
+			String(port),
+			'--bind',
+			'127.0.0.1',
+			'--save',
+			'',
+			'--appendonly',
+			'no',
+			'--dir',
+			dir,
+		],
+		{ stdio: ['ignore', 'pipe', 'pipe'] },
+	);
 	const service = supervise(child, 'SIGTERM');
-	await waitUntil(async () => /Ready to accept connections/.test(service.output()), 'Redis', service.log);
+	await waitUntil(
+		async () => /Ready to accept connections/.test(service.output()),
+		'Redis',
+		service.log,
+	);
 	return { ...service, port };
 }

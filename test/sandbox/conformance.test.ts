@@ -53,7 +53,8 @@ async function call(method: string, path: string, options: CallOptions = {}) {
 }
 
 const MEDIA = 'https://media.example.com/talk.mp4';
-const createJob = (body: Record<string, unknown>, options: CallOptions = {}) => call('POST', '/jobs', { body, ...options });
+const createJob = (body: Record<string, unknown>, options: CallOptions = {}) =>
+	call('POST', '/jobs', { body, ...options });
 
 describe('authentication (part 5)', () => {
 	test.each([
@@ -68,11 +69,17 @@ describe('authentication (part 5)', () => {
 	test('a revoked key answers 401 with its own code and message', async () => {
 		const r = await call('GET', '/account', { key: sb.keys.revoked });
 		expect(r.status).toBe(401);
-		expect(r.json.error).toEqual({ code: 'api_key_revoked', message: expect.stringMatching(/revoked/), param: '' });
+		expect(r.json.error).toEqual({
+			code: 'api_key_revoked',
+			message: expect.stringMatching(/revoked/),
+			param: '',
+		});
 	});
 
 	test('a read-only key reads jobs and the account but may not order or upload (403)', async () => {
-		expect((await call('GET', '/account', { key: sb.keys.readOnly })).json.key.access).toBe('read_only');
+		expect((await call('GET', '/account', { key: sb.keys.readOnly })).json.key.access).toBe(
+			'read_only',
+		);
 		expect((await call('GET', '/jobs', { key: sb.keys.readOnly })).status).toBe(200);
 		const jobs = sb.ledger.jobs.length;
 		const order = await createJob({ media_url: MEDIA }, { key: sb.keys.readOnly });
@@ -108,7 +115,13 @@ describe('POST /jobs (4.1)', () => {
 				speaker_label_style: 'gt_name',
 				atmospherics: true,
 				profanity: 'as_spoken',
-				redactions: { pii: false, names: false, organizations: false, terms: [], replacement: 'category_label' },
+				redactions: {
+					pii: false,
+					names: false,
+					organizations: false,
+					terms: [],
+					replacement: 'category_label',
+				},
 				glossary: [],
 				webhook_url: null,
 			},
@@ -120,9 +133,14 @@ describe('POST /jobs (4.1)', () => {
 	});
 
 	const long = (n: number) => 'x'.repeat(n);
-	const metadata = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
+	const metadata = (n: number) =>
+		Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
 	test.each<[string, Record<string, unknown>, string]>([
-		['both sources', { media_url: MEDIA, upload_id: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' }, 'upload_id'],
+		[
+			'both sources',
+			{ media_url: MEDIA, upload_id: '6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' },
+			'upload_id',
+		],
 		['neither source', { title: 'x' }, 'media_url'],
 		['an empty media_url', { media_url: '' }, 'media_url'],
 		['a media_url that is not http(s)', { media_url: 'ftp://x/y.mp4' }, 'media_url'],
@@ -132,26 +150,92 @@ describe('POST /jobs (4.1)', () => {
 		['an unknown style', { media_url: MEDIA, style: 'fancy' }, 'style'],
 		['an unknown model', { media_url: MEDIA, model: 'gpt' }, 'model'],
 		['speaker_labels not boolean', { media_url: MEDIA, speaker_labels: 'yes' }, 'speaker_labels'],
-		['an unknown speaker_label_style', { media_url: MEDIA, speaker_label_style: 'caps' }, 'speaker_label_style'],
+		[
+			'an unknown speaker_label_style',
+			{ media_url: MEDIA, speaker_label_style: 'caps' },
+			'speaker_label_style',
+		],
 		['atmospherics not boolean', { media_url: MEDIA, atmospherics: 1 }, 'atmospherics'],
 		['an unknown profanity', { media_url: MEDIA, profanity: 'bleep' }, 'profanity'],
-		['a blank redaction term', { media_url: MEDIA, redactions: { terms: ['ok', '  '] } }, 'redactions.terms[1]'],
-		['a multi-line redaction term', { media_url: MEDIA, redactions: { terms: ['a\nb'] } }, 'redactions.terms[0]'],
-		['201 redaction terms', { media_url: MEDIA, redactions: { terms: Array(201).fill('t') } }, 'redactions.terms'],
-		['an unknown replacement', { media_url: MEDIA, redactions: { replacement: 'stars' } }, 'redactions.replacement'],
-		['custom_string without custom_replacement', { media_url: MEDIA, redactions: { replacement: 'custom_string' } }, 'redactions.custom_replacement'],
-		['a multi-line custom_replacement', { media_url: MEDIA, redactions: { replacement: 'custom_string', custom_replacement: 'a\nb' } }, 'redactions.custom_replacement'],
-		['a blank custom_replacement', { media_url: MEDIA, redactions: { replacement: 'custom_string', custom_replacement: ' ' } }, 'redactions.custom_replacement'],
-		['a custom_replacement over 120 chars', { media_url: MEDIA, redactions: { replacement: 'custom_string', custom_replacement: long(121) } }, 'redactions.custom_replacement'],
-		['custom_replacement in the standard variant', { media_url: MEDIA, redactions: { replacement: 'redacted', custom_replacement: 'x' } }, 'redactions.custom_replacement'],
+		[
+			'a blank redaction term',
+			{ media_url: MEDIA, redactions: { terms: ['ok', '  '] } },
+			'redactions.terms[1]',
+		],
+		[
+			'a multi-line redaction term',
+			{ media_url: MEDIA, redactions: { terms: ['a\nb'] } },
+			'redactions.terms[0]',
+		],
+		[
+			'201 redaction terms',
+			{ media_url: MEDIA, redactions: { terms: Array(201).fill('t') } },
+			'redactions.terms',
+		],
+		[
+			'an unknown replacement',
+			{ media_url: MEDIA, redactions: { replacement: 'stars' } },
+			'redactions.replacement',
+		],
+		[
+			'custom_string without custom_replacement',
+			{ media_url: MEDIA, redactions: { replacement: 'custom_string' } },
+			'redactions.custom_replacement',
+		],
+		[
+			'a multi-line custom_replacement',
+			{
+				media_url: MEDIA,
+				redactions: { replacement: 'custom_string', custom_replacement: 'a\nb' },
+			},
+			'redactions.custom_replacement',
+		],
+		[
+			'a blank custom_replacement',
+			{ media_url: MEDIA, redactions: { replacement: 'custom_string', custom_replacement: ' ' } },
+			'redactions.custom_replacement',
+		],
+		[
+			'a custom_replacement over 120 chars',
+			{
+				media_url: MEDIA,
+				redactions: { replacement: 'custom_string', custom_replacement: long(121) },
+			},
+			'redactions.custom_replacement',
+		],
+		[
+			'custom_replacement in the standard variant',
+			{ media_url: MEDIA, redactions: { replacement: 'redacted', custom_replacement: 'x' } },
+			'redactions.custom_replacement',
+		],
 		['201 glossary terms', { media_url: MEDIA, glossary: Array(201).fill('t') }, 'glossary'],
 		['a glossary term over 100 chars', { media_url: MEDIA, glossary: [long(101)] }, 'glossary[0]'],
-		['a webhook_url that is not https', { media_url: MEDIA, webhook_url: 'http://hooks.example.com/x' }, 'webhook_url'],
-		['a webhook_url over 2048 chars', { media_url: MEDIA, webhook_url: `https://h.example.com/${long(2040)}` }, 'webhook_url'],
+		[
+			'a webhook_url that is not https',
+			{ media_url: MEDIA, webhook_url: 'http://hooks.example.com/x' },
+			'webhook_url',
+		],
+		[
+			'a webhook_url over 2048 chars',
+			{ media_url: MEDIA, webhook_url: `https://h.example.com/${long(2040)}` },
+			'webhook_url',
+		],
 		['21 metadata keys', { media_url: MEDIA, metadata: metadata(21) }, 'metadata'],
-		['a metadata key over 40 chars', { media_url: MEDIA, metadata: { [long(41)]: 'v' } }, `metadata.${long(41)}`],
-		['a metadata value over 500 chars', { media_url: MEDIA, metadata: { k: long(501) } }, 'metadata.k'],
-		['a metadata value that is not a string', { media_url: MEDIA, metadata: { k: 1 } }, 'metadata.k'],
+		[
+			'a metadata key over 40 chars',
+			{ media_url: MEDIA, metadata: { [long(41)]: 'v' } },
+			`metadata.${long(41)}`,
+		],
+		[
+			'a metadata value over 500 chars',
+			{ media_url: MEDIA, metadata: { k: long(501) } },
+			'metadata.k',
+		],
+		[
+			'a metadata value that is not a string',
+			{ media_url: MEDIA, metadata: { k: 1 } },
+			'metadata.k',
+		],
 		['an unknown field', { media_url: MEDIA, language: 'en' }, 'language'],
 	])('400 for %s', async (_name, body, param) => {
 		const before = sb.ledger.jobs.length;
@@ -168,7 +252,11 @@ describe('POST /jobs (4.1)', () => {
 			title: long(300),
 			glossary: Array(200).fill(long(100)),
 			metadata: { ...metadata(19), [long(40)]: long(500) },
-			redactions: { terms: Array(200).fill('t'), replacement: 'custom_string', custom_replacement: long(120) },
+			redactions: {
+				terms: Array(200).fill('t'),
+				replacement: 'custom_string',
+				custom_replacement: long(120),
+			},
 			webhook_url: `https://h.example.com/${long(2048 - 22)}`,
 		});
 		expect(r.status).toBe(201);
@@ -183,7 +271,14 @@ describe('POST /jobs (4.1)', () => {
 		const r = await new Promise<{ status: number; body: string }>((resolve, reject) => {
 			const req = httpRequest(
 				`${sb.baseUrl}/jobs`,
-				{ method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json', 'idempotency-key': Buffer.from(key, 'latin1').toString('latin1') } },
+				{
+					method: 'POST',
+					headers: {
+						authorization: `Bearer ${sb.keys.full}`,
+						'content-type': 'application/json',
+						'idempotency-key': Buffer.from(key, 'latin1').toString('latin1'),
+					},
+				},
 				(res) => {
 					let body = '';
 					res.on('data', (c) => (body += c));
@@ -198,12 +293,19 @@ describe('POST /jobs (4.1)', () => {
 	});
 
 	test('413 over 64 KiB of JSON', async () => {
-		const r = await createJob({ media_url: MEDIA, title: 'x', glossary: Array(700).fill('y'.repeat(100)) });
+		const r = await createJob({
+			media_url: MEDIA,
+			title: 'x',
+			glossary: Array(700).fill('y'.repeat(100)),
+		});
 		expect(r.status).toBe(413);
 	});
 
 	test('415 for a body that is not application/json', async () => {
-		const r = await call('POST', '/jobs', { raw: 'media_url=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+		const r = await call('POST', '/jobs', {
+			raw: 'media_url=x',
+			headers: { 'content-type': 'application/x-www-form-urlencoded' },
+		});
 		expect(r.status).toBe(415);
 	});
 
@@ -250,11 +352,15 @@ describe('POST /jobs (4.1)', () => {
 	});
 
 	test('cost in USD per started minute, with atmospherics and redactions as add-ons', async () => {
-		const cost = async (body: Record<string, unknown>) => (await createJob({ media_url: `${MEDIA}?duration=300`, ...body })).json.cost;
+		const cost = async (body: Record<string, unknown>) =>
+			(await createJob({ media_url: `${MEDIA}?duration=300`, ...body })).json.cost;
 		expect(await cost({ atmospherics: false })).toEqual({ amount: '1.25', currency: 'usd' });
 		expect(await cost({})).toEqual({ amount: '1.50', currency: 'usd' });
 		expect(await cost({ redactions: { pii: true } })).toEqual({ amount: '2.00', currency: 'usd' });
-		expect((await createJob({ media_url: `${MEDIA}?duration=61`, atmospherics: false })).json.cost.amount).toBe('0.50');
+		expect(
+			(await createJob({ media_url: `${MEDIA}?duration=61`, atmospherics: false })).json.cost
+				.amount,
+		).toBe('0.50');
 	});
 
 	test('422 for media over the 12-hour limit', async () => {
@@ -271,12 +377,20 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 		expect(job.status).toBe('queued');
 		await new Promise((r) => setTimeout(r, 150));
 		const processing = (await call('GET', `/jobs/${job.id}`)).json;
-		expect(processing).toMatchObject({ status: 'processing', language: 'en', eta: expect.any(String) });
+		expect(processing).toMatchObject({
+			status: 'processing',
+			language: 'en',
+			eta: expect.any(String),
+		});
 		expect(processing.progress).toBeGreaterThanOrEqual(0);
 		expect(processing.progress).toBeLessThan(100);
 		await new Promise((r) => setTimeout(r, 400));
 		const done = (await call('GET', `/jobs/${job.id}`)).json;
-		expect(done).toMatchObject({ status: 'completed', progress: 100, completed_at: expect.any(String) });
+		expect(done).toMatchObject({
+			status: 'completed',
+			progress: 100,
+			completed_at: expect.any(String),
+		});
 		expect(Object.keys(done.captions).sort()).toEqual(['docx', 'json', 'srt', 'txt', 'vtt']);
 	});
 
@@ -284,7 +398,9 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 		const job = (await createJob({ media_url: MEDIA, title: 'Real files' })).json;
 		const done = sb.completeJob(job.id) as { captions: Record<string, string> };
 		const get = async (f: string) => {
-			const res = await fetch(done.captions[f], { headers: { authorization: `Bearer ${sb.keys.full}` } });
+			const res = await fetch(done.captions[f], {
+				headers: { authorization: `Bearer ${sb.keys.full}` },
+			});
 			return { type: res.headers.get('content-type'), data: Buffer.from(await res.arrayBuffer()) };
 		};
 		const srt = await get('srt');
@@ -323,11 +439,18 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 				atmospherics: false,
 				profanity: 'mask',
 				glossary: ['Kubernetes'],
-				redactions: { pii: true, organizations: true, replacement: 'custom_string', custom_replacement: '(hidden)' },
+				redactions: {
+					pii: true,
+					organizations: true,
+					replacement: 'custom_string',
+					custom_replacement: '(hidden)',
+				},
 			})
 		).json;
 		const { captions } = sb.completeJob(job.id) as { captions: Record<string, string> };
-		const srt = await (await fetch(captions.srt, { headers: { authorization: `Bearer ${sb.keys.full}` } })).text();
+		const srt = await (
+			await fetch(captions.srt, { headers: { authorization: `Bearer ${sb.keys.full}` } })
+		).text();
 		expect(srt).toContain('[ALEX] Um, welcome back');
 		expect(srt).toContain('I-I am Alex from (hidden).');
 		expect(srt).not.toContain('[MUSIC]');
@@ -336,24 +459,37 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 		expect(srt).toContain('Reach me at (hidden) or (hidden)');
 	});
 
-	test.each(['unsupported_language', 'unsupported_media', 'unusable_media', 'media_unavailable', 'deleted', 'not_started'])(
-		'cancelled with reason %s: refunded, no captions',
-		async (reason) => {
-			const balance = Number(sb.balance());
-			const job = (await createJob({ media_url: MEDIA })).json;
-			expect(Number(sb.balance())).toBeLessThan(balance);
-			sb.cancelJob(job.id, reason);
-			const r = (await call('GET', `/jobs/${job.id}`)).json;
-			expect(r).toMatchObject({ status: 'cancelled', cancellation: { reason, message: expect.any(String) }, captions: null, cost: { amount: '0.00' } });
-			expect(Number(sb.balance())).toBeCloseTo(balance, 2);
-		},
-	);
+	test.each([
+		'unsupported_language',
+		'unsupported_media',
+		'unusable_media',
+		'media_unavailable',
+		'deleted',
+		'not_started',
+	])('cancelled with reason %s: refunded, no captions', async (reason) => {
+		const balance = Number(sb.balance());
+		const job = (await createJob({ media_url: MEDIA })).json;
+		expect(Number(sb.balance())).toBeLessThan(balance);
+		sb.cancelJob(job.id, reason);
+		const r = (await call('GET', `/jobs/${job.id}`)).json;
+		expect(r).toMatchObject({
+			status: 'cancelled',
+			cancellation: { reason, message: expect.any(String) },
+			captions: null,
+			cost: { amount: '0.00' },
+		});
+		expect(Number(sb.balance())).toBeCloseTo(balance, 2);
+	});
 
 	test('a media URL naming cancel-<reason> ends cancelled by itself', async () => {
 		sb.setTiming({ queuedMs: 10, processingMs: 30 });
-		const job = (await createJob({ media_url: 'https://media.example.com/cancel-unsupported_language.mp4' })).json;
+		const job = (
+			await createJob({ media_url: 'https://media.example.com/cancel-unsupported_language.mp4' })
+		).json;
 		await new Promise((r) => setTimeout(r, 150));
-		expect((await call('GET', `/jobs/${job.id}`)).json.cancellation.reason).toBe('unsupported_language');
+		expect((await call('GET', `/jobs/${job.id}`)).json.cancellation.reason).toBe(
+			'unsupported_language',
+		);
 	});
 
 	test('captions links on another host need no key and record whether one was sent', async () => {
@@ -363,7 +499,11 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 		expect(new URL(captions.vtt).origin).toBe(sb.storageOrigin);
 		const res = await fetch(captions.vtt);
 		expect(res.status).toBe(200);
-		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({ origin: 'storage', format: 'vtt', authorization: false });
+		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({
+			origin: 'storage',
+			format: 'vtt',
+			authorization: false,
+		});
 		expect((await fetch(captions.vtt.replace(/sig=\w+/, 'sig=forged'))).status).toBe(403);
 	});
 });
@@ -371,18 +511,29 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 describe('uploads (2.4, 4.2)', () => {
 	const put = (url: string, data: Buffer, headers: Record<string, string> = {}) =>
 		new Promise<number>((resolve, reject) => {
-			const req = httpRequest(url, { method: 'PUT', headers: { 'content-length': String(data.length), ...headers } }, (res) => {
-				res.resume();
-				resolve(res.statusCode ?? 0);
-			});
+			const req = httpRequest(
+				url,
+				{ method: 'PUT', headers: { 'content-length': String(data.length), ...headers } },
+				(res) => {
+					res.resume();
+					resolve(res.statusCode ?? 0);
+				},
+			);
 			req.on('error', reject);
 			req.end(data);
 		});
 
 	test('POST /uploads → 201 Upload with a presigned PUT URL on the storage host', async () => {
-		const r = await call('POST', '/uploads', { body: { filename: 'a.mp4', content_type: 'video/mp4', size_bytes: 3 } });
+		const r = await call('POST', '/uploads', {
+			body: { filename: 'a.mp4', content_type: 'video/mp4', size_bytes: 3 },
+		});
 		expect(r.status).toBe(201);
-		expect(r.json).toMatchObject({ object: 'upload', method: 'PUT', max_size_bytes: 5242880000, expires_at: expect.any(String) });
+		expect(r.json).toMatchObject({
+			object: 'upload',
+			method: 'PUT',
+			max_size_bytes: 5242880000,
+			expires_at: expect.any(String),
+		});
 		expect(new URL(r.json.upload_url).origin).toBe(sb.storageOrigin);
 		expect((await call('POST', '/uploads')).status).toBe(201);
 	});
@@ -399,7 +550,11 @@ describe('uploads (2.4, 4.2)', () => {
 		const data = Buffer.from('fake media bytes');
 		expect(await put(upload.upload_url, data)).toBe(200);
 		const record = sb.ledger.uploads.find((u) => u.id === upload.id)!;
-		expect(record).toMatchObject({ receivedBytes: data.length, complete: true, authorizationSeen: false });
+		expect(record).toMatchObject({
+			receivedBytes: data.length,
+			complete: true,
+			authorizationSeen: false,
+		});
 		expect(record.sha256).toBe(createHash('sha256').update(data).digest('hex'));
 		const job = await createJob({ upload_id: upload.id });
 		expect(job.status).toBe(201);
@@ -408,7 +563,9 @@ describe('uploads (2.4, 4.2)', () => {
 
 	test('a PUT with an Authorization header is refused and recorded', async () => {
 		const upload = (await call('POST', '/uploads', { body: {} })).json;
-		expect(await put(upload.upload_url, Buffer.from('x'), { authorization: `Bearer ${sb.keys.full}` })).toBe(400);
+		expect(
+			await put(upload.upload_url, Buffer.from('x'), { authorization: `Bearer ${sb.keys.full}` }),
+		).toBe(400);
 		expect(sb.ledger.uploads.find((u) => u.id === upload.id)!.authorizationSeen).toBe(true);
 	});
 
@@ -417,7 +574,9 @@ describe('uploads (2.4, 4.2)', () => {
 		new Promise<number>((resolve, reject) => {
 			const u = new URL(url);
 			const socket = connect(Number(u.port), u.hostname, () => {
-				socket.write(`PUT ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\n${headerLines.join('\r\n')}\r\n\r\n`);
+				socket.write(
+					`PUT ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\n${headerLines.join('\r\n')}\r\n\r\n`,
+				);
 			});
 			let head = '';
 			socket.on('data', (chunk) => {
@@ -462,7 +621,10 @@ describe('read endpoints (DESIGN assumptions)', () => {
 	});
 	afterAll(async () => await ws.close());
 	// eslint-disable-next-line @typescript-eslint/no-explicit-any
-	const get = async (path: string): Promise<any> => await (await fetch(`${ws.baseUrl}${path}`, { headers: { authorization: `Bearer ${ws.keys.full}` } })).json();
+	const get = async (path: string): Promise<any> =>
+		await (
+			await fetch(`${ws.baseUrl}${path}`, { headers: { authorization: `Bearer ${ws.keys.full}` } })
+		).json();
 
 	test('GET /jobs lists newest first, 10 by default, pages with starting_after, filters by status', async () => {
 		const ids: string[] = [];
@@ -485,18 +647,30 @@ describe('read endpoints (DESIGN assumptions)', () => {
 		expect(completed.data.map((j: { id: string }) => j.id)).toEqual([ids[3]]);
 	});
 
-	test.each(['limit=0', 'limit=101', 'limit=x', 'status=done', 'starting_after=nope'])('GET /jobs?%s is 400', async (qs) => {
-		const res = await fetch(`${ws.baseUrl}/jobs?${qs}`, { headers: { authorization: `Bearer ${ws.keys.full}` } });
-		expect(res.status).toBe(400);
-		expect(((await res.json()) as { error: { param: string } }).error.param).toBe(qs.split('=')[0]);
-	});
+	test.each(['limit=0', 'limit=101', 'limit=x', 'status=done', 'starting_after=nope'])(
+		'GET /jobs?%s is 400',
+		async (qs) => {
+			const res = await fetch(`${ws.baseUrl}/jobs?${qs}`, {
+				headers: { authorization: `Bearer ${ws.keys.full}` },
+			});
+			expect(res.status).toBe(400);
+			expect(((await res.json()) as { error: { param: string } }).error.param).toBe(
+				qs.split('=')[0],
+			);
+		},
+	);
 
 	test('GET /account has workspace, key and billing', async () => {
 		expect(await get('/account')).toEqual({
 			object: 'account',
 			workspace: { id: expect.any(String), name: 'Sandbox Studio' },
 			key: { id: expect.any(String), name: 'full', access: 'full' },
-			billing: { mode: 'prepaid', balance: expect.stringMatching(/^\d+\.\d\d$/), currency: 'usd', rate_per_minute: '0.25' },
+			billing: {
+				mode: 'prepaid',
+				balance: expect.stringMatching(/^\d+\.\d\d$/),
+				currency: 'usd',
+				rate_per_minute: '0.25',
+			},
 		});
 	});
 });
@@ -505,17 +679,45 @@ describe('events (part 6)', () => {
 	test('job.completed and job.cancelled are POSTed over HTTPS with the full job and its metadata', async () => {
 		const receiver = await httpsReceiver();
 		try {
-			const a = (await createJob({ media_url: MEDIA, webhook_url: `${receiver.url}/hook`, metadata: { drive_id: 'f1' } })).json;
+			const a = (
+				await createJob({
+					media_url: MEDIA,
+					webhook_url: `${receiver.url}/hook`,
+					metadata: { drive_id: 'f1' },
+				})
+			).json;
 			const b = (await createJob({ media_url: MEDIA, webhook_url: `${receiver.url}/hook` })).json;
 			sb.completeJob(a.id);
 			sb.cancelJob(b.id, 'unusable_media');
 			await sb.settleDeliveries();
 			const events = receiver.received.map((r) => JSON.parse(r.body));
-			expect(receiver.received.every((r) => r.method === 'POST' && r.headers['content-type'] === 'application/json')).toBe(true);
+			expect(
+				receiver.received.every(
+					(r) => r.method === 'POST' && r.headers['content-type'] === 'application/json',
+				),
+			).toBe(true);
 			expect(events).toEqual(
 				expect.arrayContaining([
-					expect.objectContaining({ id: expect.stringMatching(/^evt_/), object: 'event', type: 'job.completed', created_at: expect.any(String), data: expect.objectContaining({ id: a.id, status: 'completed', metadata: { drive_id: 'f1' }, captions: expect.any(Object) }) }),
-					expect.objectContaining({ type: 'job.cancelled', data: expect.objectContaining({ id: b.id, status: 'cancelled', cancellation: expect.objectContaining({ reason: 'unusable_media' }) }) }),
+					expect.objectContaining({
+						id: expect.stringMatching(/^evt_/),
+						object: 'event',
+						type: 'job.completed',
+						created_at: expect.any(String),
+						data: expect.objectContaining({
+							id: a.id,
+							status: 'completed',
+							metadata: { drive_id: 'f1' },
+							captions: expect.any(Object),
+						}),
+					}),
+					expect.objectContaining({
+						type: 'job.cancelled',
+						data: expect.objectContaining({
+							id: b.id,
+							status: 'cancelled',
+							cancellation: expect.objectContaining({ reason: 'unusable_media' }),
+						}),
+					}),
 				]),
 			);
 		} finally {
@@ -525,14 +727,19 @@ describe('events (part 6)', () => {
 
 	test('redirects are not followed; non-2xx answers are retried; duplicates can be switched on', async () => {
 		const target = await httpsReceiver();
-		const redirecting = await httpsReceiver((_req, res) => res.writeHead(302, { location: `${target.url}/elsewhere` }).end());
+		const redirecting = await httpsReceiver((_req, res) =>
+			res.writeHead(302, { location: `${target.url}/elsewhere` }).end(),
+		);
 		try {
-			const job = (await createJob({ media_url: MEDIA, webhook_url: `${redirecting.url}/hook` })).json;
+			const job = (await createJob({ media_url: MEDIA, webhook_url: `${redirecting.url}/hook` }))
+				.json;
 			sb.completeJob(job.id);
 			await sb.settleDeliveries();
 			expect(target.received).toHaveLength(0);
 			expect(redirecting.received).toHaveLength(3);
-			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toEqual([302, 302, 302]);
+			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toEqual([
+				302, 302, 302,
+			]);
 
 			sb.setWebhook({ duplicate: true });
 			const twice = (await createJob({ media_url: MEDIA, webhook_url: `${target.url}/hook` })).json;
@@ -553,8 +760,13 @@ describe('the service fetches a media_url (on this machine only), as it would wh
 		const media = Buffer.alloc(5000, 7);
 		const server = createServer((req, res) => {
 			const range = /^bytes=(\d+)-(\d+)$/.exec(String(req.headers.range ?? ''));
-			const [from, to] = range ? [Number(range[1]), Math.min(Number(range[2]), media.length - 1)] : [0, media.length - 1];
-			res.writeHead(range ? 206 : 200, range ? { 'content-range': `bytes ${from}-${to}/${media.length}` } : {});
+			const [from, to] = range
+				? [Number(range[1]), Math.min(Number(range[2]), media.length - 1)]
+				: [0, media.length - 1];
+			res.writeHead(
+				range ? 206 : 200,
+				range ? { 'content-range': `bytes ${from}-${to}/${media.length}` } : {},
+			);
 			res.end(media.subarray(from, to + 1));
 		});
 		await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -562,7 +774,14 @@ describe('the service fetches a media_url (on this machine only), as it would wh
 			const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/video.mp4?X-Amz-Signature=secret`;
 			const res = await createJob({ media_url: url });
 			await sb.settleDeliveries();
-			expect(sb.ledger.mediaFetches.at(-1)).toMatchObject({ jobId: res.json.id, url: url.split('?')[0], status: 206, bytes: 1024, size: 5000, error: null });
+			expect(sb.ledger.mediaFetches.at(-1)).toMatchObject({
+				jobId: res.json.id,
+				url: url.split('?')[0],
+				status: 206,
+				bytes: 1024,
+				size: 5000,
+				error: null,
+			});
 			expect(sb.completeJob(res.json.id as string).status).toBe('completed');
 		} finally {
 			server.close();
@@ -583,16 +802,21 @@ describe('the service fetches a media_url (on this machine only), as it would wh
 				'X-Amz-SignedHeaders': 'host',
 				'X-Amz-Signature': '0'.repeat(64),
 			});
-			const res = await createJob({ media_url: `${s3.endpoint}/${s3.bucket}/lecture.mp4?${query}` });
+			const res = await createJob({
+				media_url: `${s3.endpoint}/${s3.bucket}/lecture.mp4?${query}`,
+			});
 			await sb.settleDeliveries();
 			expect(sb.ledger.mediaFetches.at(-1)).toMatchObject({ jobId: res.json.id, status: 403 });
-			expect(sb.completeJob(res.json.id as string)).toMatchObject({ status: 'cancelled', cancellation: { reason: 'media_unavailable' } });
+			expect(sb.completeJob(res.json.id as string)).toMatchObject({
+				status: 'cancelled',
+				cancellation: { reason: 'media_unavailable' },
+			});
 		} finally {
 			await s3.close();
 		}
 	});
 
-	test('media.example.com (the examples\' host) is never fetched', async () => {
+	test("media.example.com (the examples' host) is never fetched", async () => {
 		sb.resetLedger();
 		await createJob({ media_url: MEDIA });
 		await sb.settleDeliveries();
@@ -641,7 +865,13 @@ describe('limits and faults (part 7, 8)', () => {
 	test('the ledger records each request without the key itself', async () => {
 		await call('GET', '/account');
 		const last = sb.ledger.requests.at(-1)!;
-		expect(last).toMatchObject({ method: 'GET', path: '/account', authorization: true, keyName: 'full', status: 200 });
+		expect(last).toMatchObject({
+			method: 'GET',
+			path: '/account',
+			authorization: true,
+			keyName: 'full',
+			status: 200,
+		});
 		expect(JSON.stringify(sb.ledger)).not.toContain(sb.keys.full);
 	});
 });

@@ -1,7 +1,15 @@
 // The key's pace (transport/pacing.ts) on n8n's timers under jest's fake clock: what it holds, how
 // long a request may wait, and who goes first are decided by the clock it is given, not by how
 // busy the machine is.
-import { HeldTooLong, KeyPace, paceFor, paceLimits, pacesKept, forgetPaces, TurnTimedOut } from '../../nodes/Captioning/transport/pacing';
+import {
+	HeldTooLong,
+	KeyPace,
+	paceFor,
+	paceLimits,
+	pacesKept,
+	forgetPaces,
+	TurnTimedOut,
+} from '../../nodes/Captioning/transport/pacing';
 
 const CAP = 60000;
 let seq = 0;
@@ -13,7 +21,12 @@ beforeEach(() => {
 afterEach(() => jest.useRealTimers());
 
 /** Asks for `n` turns; each is given back at once once granted. Returns when each was granted (ms from now). */
-function take(pace: KeyPace, n: number, urgency: 'answer' | 'work' | 'bulk' = 'work', maxWaitMs = 5 * 60000) {
+function take(
+	pace: KeyPace,
+	n: number,
+	urgency: 'answer' | 'work' | 'bulk' = 'work',
+	maxWaitMs = 5 * 60000,
+) {
 	const start = Date.now();
 	const granted: number[] = [];
 	const errors: Error[] = [];
@@ -52,7 +65,9 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 	expect(waiting.granted).toHaveLength(0);
 	expect(waiting.errors).toHaveLength(3);
 	expect(waiting.errors[0]).toBeInstanceOf(HeldTooLong);
-	expect(waiting.errors[0].message).toMatch(/asked this API key to wait until .* longer than the 60 s a request waits/);
+	expect(waiting.errors[0].message).toMatch(
+		/asked this API key to wait until .* longer than the 60 s a request waits/,
+	);
 	await expect(pace.turn('read', 'work', ++seq, 5 * 60000)).rejects.toBeInstanceOf(HeldTooLong);
 	// Writes are another lane: not refused.
 	const write = await pace.turn('write', 'work', ++seq, 5 * 60000);

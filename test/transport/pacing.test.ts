@@ -12,8 +12,15 @@ import { useSandbox } from '../helpers/sandbox';
 let sb: Sandbox;
 useSandbox((s) => (sb = s), { webhook: { ca: tlsPair().cert } });
 
-const create = (params: IDataObject = {}) => ({ resource: 'job', operation: 'create', source: 'url', mediaUrl: '={{ $json.url }}', ...params });
-const urls = (n: number, tag: string): INodeExecutionData[] => Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?${tag}=${i}` } }));
+const create = (params: IDataObject = {}) => ({
+	resource: 'job',
+	operation: 'create',
+	source: 'url',
+	mediaUrl: '={{ $json.url }}',
+	...params,
+});
+const urls = (n: number, tag: string): INodeExecutionData[] =>
+	Array.from({ length: n }, (_, i) => ({ json: { url: `${MEDIA}?${tag}=${i}` } }));
 const requests = (route: string) => sb.ledger.requests.filter((r) => r.route === route);
 
 test("two runs at once share one pace: a 429 met by one holds the other's requests for its Retry-After", async () => {
@@ -30,7 +37,9 @@ test("two runs at once share one pace: a 429 met by one holds the other's reques
 	const limited = requests('POST /jobs').find((r) => r.status === 429)!;
 	// What arrived during the hold was already under way when the 429 was sent (at most the other
 	// places: 3); each run paced on its own would have gone on ordering.
-	const during = requests('POST /jobs').filter((r) => r.at > limited.at && r.at < limited.at + 1990);
+	const during = requests('POST /jobs').filter(
+		(r) => r.at > limited.at && r.at < limited.at + 1990,
+	);
 	expect(during.length).toBeLessThanOrEqual(3);
 	// Twelve orders and the one refused, sent again after the hold: nothing else.
 	expect(requests('POST /jobs')).toHaveLength(13);
@@ -69,12 +78,20 @@ test("a trigger's verification read goes before caption downloads waiting in the
 	const trigger = await serveTrigger({
 		nodeType: new CaptioningTrigger(),
 		typeName: 'captioningTrigger',
-		parameters: { events: ['job.completed'], verify: true, token: '', attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' },
+		parameters: {
+			events: ['job.completed'],
+			verify: true,
+			token: '',
+			attachCaptions: true,
+			formats: ['srt'],
+			binaryPropertyName: 'data',
+		},
 		credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
 	});
 	try {
 		const ids: string[] = [];
-		for (let n = 0; n < 60; n++) ids.push(await orderDirectly(sb, { media_url: `${MEDIA}?n=${n}`, webhook_url: trigger.url }));
+		for (let n = 0; n < 60; n++)
+			ids.push(await orderDirectly(sb, { media_url: `${MEDIA}?n=${n}`, webhook_url: trigger.url }));
 		const late = await orderDirectly(sb, { media_url: `${MEDIA}?late`, webhook_url: trigger.url });
 		sb.setRateLimits({ readPerSecond: 10 });
 		for (const id of ids) sb.completeJob(id);
@@ -99,8 +116,13 @@ test("a trigger's verification read goes before caption downloads waiting in the
 test('requests to the same service with another key are paced apart: a hold of one key does not hold the other', async () => {
 	sb.injectFault('GET /account', { status: 429, code: 'rate_limited', retryAfter: 3 });
 	const full = runCaptioning(sb, { resource: 'account', operation: 'get' });
-	while (!sb.ledger.requests.some((r) => r.status === 429)) await new Promise((r) => setTimeout(r, 10));
-	const readOnly = await runCaptioning(sb, { resource: 'account', operation: 'get' }, { input: Array.from({ length: 5 }, () => ({ json: {} })), key: sb.keys.readOnly });
+	while (!sb.ledger.requests.some((r) => r.status === 429))
+		await new Promise((r) => setTimeout(r, 10));
+	const readOnly = await runCaptioning(
+		sb,
+		{ resource: 'account', operation: 'get' },
+		{ input: Array.from({ length: 5 }, () => ({ json: {} })), key: sb.keys.readOnly },
+	);
 	expect(readOnly.failure).toBeUndefined();
 	expect((await full).failure).toBeUndefined();
 	// The full key's read went again after its hold; the read-only key's five had all been read by then.

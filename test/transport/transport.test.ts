@@ -17,14 +17,21 @@ useSandbox((s) => (sb = s));
 
 const MEDIA = 'https://media.example.com/talk.mp4';
 
-async function runProbe(instructions: IDataObject, key: string = sb.keys.full, baseUrl = sb.baseUrl) {
+async function runProbe(
+	instructions: IDataObject,
+	key: string = sb.keys.full,
+	baseUrl = sb.baseUrl,
+) {
 	const result = await runWorkflow({
 		nodes: [node('Probe', 'transportProbe', {})],
 		nodeTypes: { transportProbe: probe },
 		credentials: { captioningApi: { apiKey: key, baseUrl } },
 		input: [{ json: instructions }],
 	});
-	return { json: result.output('Probe')[0]?.json, error: result.error('Probe') as NodeApiError | undefined };
+	return {
+		json: result.output('Probe')[0]?.json,
+		error: result.error('Probe') as NodeApiError | undefined,
+	};
 }
 
 /** Everything an error carries, as n8n stores it in the execution (and shows it). */
@@ -35,40 +42,144 @@ function everything(error: unknown): string {
 const attemptsOf = (route: string) => sb.ledger.requests.filter((r) => r.route === route).length;
 
 describe('error mapping: every status of part 7 becomes one NodeApiError', () => {
-	test.each<[string, IDataObject, string | undefined, { status: string; code: string; text: RegExp; advice: RegExp; param?: string }]>([
-		['400 invalid request', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA, style: 'fancy' }, idempotencyKey: 'k400' }, undefined,
-			{ status: '400', code: 'invalid_parameter', text: /style must be one of/, advice: /Fix the field/, param: 'style' }],
-		['401 wrong key', { op: 'api', method: 'GET', path: '/account' }, 'sk_wrong',
-			{ status: '401', code: 'invalid_api_key', text: /not valid/, advice: /Check the API key/ }],
-		['401 revoked key', { op: 'api', method: 'GET', path: '/account' }, 'revoked',
-			{ status: '401', code: 'api_key_revoked', text: /revoked/, advice: /replaced with a new one/ }],
-		['402 no balance', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k402' }, 'noBalance',
-			{ status: '402', code: 'insufficient_funds', text: /prepaid balance/, advice: /Top up/ }],
-		['403 read-only key ordering', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k403' }, 'readOnly',
-			{ status: '403', code: 'insufficient_permissions', text: /read-only/, advice: /full access/ }],
-		['404 unknown job', { op: 'api', method: 'GET', path: '/jobs/6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' }, undefined,
-			{ status: '404', code: 'not_found', text: /No job/, advice: /Check the id/, param: 'id' }],
-		['413 body too large', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA, glossary: Array(700).fill('y'.repeat(100)) }, idempotencyKey: 'k413' }, undefined,
-			{ status: '413', code: 'body_too_large', text: /exceeds/, advice: /64 KiB/ }],
-		['422 media too long', { op: 'api', method: 'POST', path: '/jobs', body: { media_url: `${MEDIA}?duration=50000` }, idempotencyKey: 'k422' }, undefined,
-			{ status: '422', code: 'media_too_long', text: /longer than/, advice: /cannot process/, param: 'media_url' }],
+	test.each<
+		[
+			string,
+			IDataObject,
+			string | undefined,
+			{ status: string; code: string; text: RegExp; advice: RegExp; param?: string },
+		]
+	>([
+		[
+			'400 invalid request',
+			{
+				op: 'api',
+				method: 'POST',
+				path: '/jobs',
+				body: { media_url: MEDIA, style: 'fancy' },
+				idempotencyKey: 'k400',
+			},
+			undefined,
+			{
+				status: '400',
+				code: 'invalid_parameter',
+				text: /style must be one of/,
+				advice: /Fix the field/,
+				param: 'style',
+			},
+		],
+		[
+			'401 wrong key',
+			{ op: 'api', method: 'GET', path: '/account' },
+			'sk_wrong',
+			{ status: '401', code: 'invalid_api_key', text: /not valid/, advice: /Check the API key/ },
+		],
+		[
+			'401 revoked key',
+			{ op: 'api', method: 'GET', path: '/account' },
+			'revoked',
+			{
+				status: '401',
+				code: 'api_key_revoked',
+				text: /revoked/,
+				advice: /replaced with a new one/,
+			},
+		],
+		[
+			'402 no balance',
+			{
+				op: 'api',
+				method: 'POST',
+				path: '/jobs',
+				body: { media_url: MEDIA },
+				idempotencyKey: 'k402',
+			},
+			'noBalance',
+			{ status: '402', code: 'insufficient_funds', text: /prepaid balance/, advice: /Top up/ },
+		],
+		[
+			'403 read-only key ordering',
+			{
+				op: 'api',
+				method: 'POST',
+				path: '/jobs',
+				body: { media_url: MEDIA },
+				idempotencyKey: 'k403',
+			},
+			'readOnly',
+			{ status: '403', code: 'insufficient_permissions', text: /read-only/, advice: /full access/ },
+		],
+		[
+			'404 unknown job',
+			{ op: 'api', method: 'GET', path: '/jobs/6f1c2d3e-4a5b-4c6d-8e7f-8091a2b3c4d5' },
+			undefined,
+			{ status: '404', code: 'not_found', text: /No job/, advice: /Check the id/, param: 'id' },
+		],
+		[
+			'413 body too large',
+			{
+				op: 'api',
+				method: 'POST',
+				path: '/jobs',
+				body: { media_url: MEDIA, glossary: Array(700).fill('y'.repeat(100)) },
+				idempotencyKey: 'k413',
+			},
+			undefined,
+			{ status: '413', code: 'body_too_large', text: /exceeds/, advice: /64 KiB/ },
+		],
+		[
+			'422 media too long',
+			{
+				op: 'api',
+				method: 'POST',
+				path: '/jobs',
+				body: { media_url: `${MEDIA}?duration=50000` },
+				idempotencyKey: 'k422',
+			},
+			undefined,
+			{
+				status: '422',
+				code: 'media_too_long',
+				text: /longer than/,
+				advice: /cannot process/,
+				param: 'media_url',
+			},
+		],
 	])('%s', async (_name, instructions, keyName, expected) => {
-		const key = keyName === undefined ? sb.keys.full : ((sb.keys as Record<string, string>)[keyName] ?? keyName);
+		const key =
+			keyName === undefined
+				? sb.keys.full
+				: ((sb.keys as Record<string, string>)[keyName] ?? keyName);
 		const { error } = await runProbe(instructions, key);
 		expect(error).toMatchObject({ name: 'NodeApiError' });
 		expect(error!.httpCode).toBe(expected.status);
 		expect(error!.message).toMatch(expected.text);
 		expect(error!.message).toContain(`[HTTP ${expected.status} ${expected.code}]`);
 		expect(error!.description).toMatch(expected.advice);
-		expect(error!.context).toMatchObject({ code: expected.code, requestId: expect.stringMatching(/^req_/) });
+		expect(error!.context).toMatchObject({
+			code: expected.code,
+			requestId: expect.stringMatching(/^req_/),
+		});
 		if (expected.param) expect(error!.context.param).toBe(expected.param);
 		expect(everything(error)).not.toContain(key);
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
 	test('409 idempotency_conflict explains the key was used for another order', async () => {
-		await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'k409' });
-		const { error } = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: `${MEDIA}?v=2` }, idempotencyKey: 'k409' });
+		await runProbe({
+			op: 'api',
+			method: 'POST',
+			path: '/jobs',
+			body: { media_url: MEDIA },
+			idempotencyKey: 'k409',
+		});
+		const { error } = await runProbe({
+			op: 'api',
+			method: 'POST',
+			path: '/jobs',
+			body: { media_url: `${MEDIA}?v=2` },
+			idempotencyKey: 'k409',
+		});
 		expect(error!.httpCode).toBe('409');
 		expect(error!.context.code).toBe('idempotency_conflict');
 		expect(error!.description).toMatch(/already used for a different order/);
@@ -81,7 +192,12 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		[429, 'rate_limited'],
 	])('%d (injected, retries used up) keeps the status, code and attempts', async (status, code) => {
 		sb.injectFault('GET /account', { status, code, retryAfter: 0, times: 10 });
-		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 3 } });
+		const { error } = await runProbe({
+			op: 'api',
+			method: 'GET',
+			path: '/account',
+			retry: { maxAttempts: 3 },
+		});
 		expect(error!.httpCode).toBe(String(status));
 		expect(error!.context.code).toBe(code);
 		// A 429 may be another run's doing under the key's shared pace: it is tried twice as often.
@@ -92,15 +208,28 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 	});
 
 	test('an unreachable base URL is a network error naming the host, without the key', async () => {
-		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 2 } }, sb.keys.full, 'http://127.0.0.1:9/v1');
-		expect(error!.message).toBe('Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)');
+		const { error } = await runProbe(
+			{ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 2 } },
+			sb.keys.full,
+			'http://127.0.0.1:9/v1',
+		);
+		expect(error!.message).toBe(
+			'Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)',
+		);
 		expect(error!.description).toMatch(/in 2 attempts/);
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
-	test("a reset as n8n 1.x hands it over (a NodeApiError that kept only the code) is a network failure, tried again", async () => {
-		const { error } = await runProbe({ op: 'thrown', shape: 'reset-1x', retry: { maxAttempts: 3 } });
-		expect(error).toMatchObject({ name: 'NodeApiError', message: 'Could not reach the captioning service (ECONNRESET)' });
+	test('a reset as n8n 1.x hands it over (a NodeApiError that kept only the code) is a network failure, tried again', async () => {
+		const { error } = await runProbe({
+			op: 'thrown',
+			shape: 'reset-1x',
+			retry: { maxAttempts: 3 },
+		});
+		expect(error).toMatchObject({
+			name: 'NodeApiError',
+			message: 'Could not reach the captioning service (ECONNRESET)',
+		});
 		expect(error!.description).toMatch(/in 3 attempts/);
 		expect((error as unknown as { attempts: number }).attempts).toBe(3);
 	});
@@ -108,14 +237,20 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 	test("a request n8n's own policy refused (2.x's SSRF protection) is named so, and not tried again", async () => {
 		const { error } = await runProbe({ op: 'thrown', shape: 'refused-2x' });
 		expect(error).toMatchObject({ name: 'NodeApiError' });
-		expect(error!.message).toBe('n8n did not send the request to the captioning service: The request was blocked because it resolves to a restricted IP address');
+		expect(error!.message).toBe(
+			'n8n did not send the request to the captioning service: The request was blocked because it resolves to a restricted IP address',
+		);
 		expect(error!.description).toMatch(/n8n's own policy refused the request before it left/);
 		expect(error!.context.code).toBe('not_sent');
 		expect((error as unknown as { attempts: number }).attempts).toBe(1);
 	});
 
 	test('a base URL without /v1 is refused before any request', async () => {
-		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' }, sb.keys.full, sb.baseUrl.replace(/\/v1$/, ''));
+		const { error } = await runProbe(
+			{ op: 'api', method: 'GET', path: '/account' },
+			sb.keys.full,
+			sb.baseUrl.replace(/\/v1$/, ''),
+		);
 		expect(error!.message).toMatch(/Base URL .* is not valid/);
 		expect(error!.description).toMatch(/ending in the version segment \/v1/);
 		expect(sb.ledger.requests).toHaveLength(0);
@@ -144,14 +279,18 @@ describe('retries', () => {
 		expect(error).toBeUndefined();
 		const [first, second] = sb.ledger.requests.filter((r) => r.route === 'GET /account');
 		expect(second).toBeDefined();
-		expect((second as unknown as { at: number }).at - (first as unknown as { at: number }).at).toBeGreaterThanOrEqual(1000);
+		expect(
+			(second as unknown as { at: number }).at - (first as unknown as { at: number }).at,
+		).toBeGreaterThanOrEqual(1000);
 	});
 
 	test('503 without Retry-After waits the 5 seconds the interface asks for', async () => {
 		sb.injectFault('GET /account', { status: 503 });
 		const { error } = await runProbe({ op: 'api', method: 'GET', path: '/account' });
 		expect(error).toBeUndefined();
-		const [first, second] = sb.ledger.requests.filter((r) => r.route === 'GET /account') as unknown as Array<{ at: number }>;
+		const [first, second] = sb.ledger.requests.filter(
+			(r) => r.route === 'GET /account',
+		) as unknown as Array<{ at: number }>;
 		expect(second.at - first.at).toBeGreaterThanOrEqual(5000);
 	}, 15000);
 
@@ -164,10 +303,20 @@ describe('retries', () => {
 
 	test('POST /jobs without an Idempotency-Key is never retried', async () => {
 		sb.injectFault('POST /jobs', { status: 500 });
-		const first = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA } });
+		const first = await runProbe({
+			op: 'api',
+			method: 'POST',
+			path: '/jobs',
+			body: { media_url: MEDIA },
+		});
 		expect(first.error!.httpCode).toBe('500');
 		sb.injectFault('POST /jobs', { kind: 'lose-response' });
-		const second = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA } });
+		const second = await runProbe({
+			op: 'api',
+			method: 'POST',
+			path: '/jobs',
+			body: { media_url: MEDIA },
+		});
 		expect(second.error!.message).toMatch(/Could not reach/);
 		expect(attemptsOf('POST /jobs')).toBe(2);
 		expect(sb.ledger.jobs).toHaveLength(1);
@@ -175,7 +324,13 @@ describe('retries', () => {
 
 	test('a lost POST /jobs response is retried with its Idempotency-Key into exactly one job and one charge', async () => {
 		sb.injectFault('POST /jobs', { kind: 'lose-response' });
-		const { json, error } = await runProbe({ op: 'api', method: 'POST', path: '/jobs', body: { media_url: MEDIA }, idempotencyKey: 'lost-once' });
+		const { json, error } = await runProbe({
+			op: 'api',
+			method: 'POST',
+			path: '/jobs',
+			body: { media_url: MEDIA },
+			idempotencyKey: 'lost-once',
+		});
 		expect(error).toBeUndefined();
 		expect(json!.statusCode).toBe(200);
 		expect((json!.headers as IDataObject)['idempotent-replayed']).toBe('true');
@@ -225,7 +380,9 @@ describe('paging over GET /jobs', () => {
 		paged.resetLedger();
 		const ids = await list({ limit: 130 });
 		expect(ids).toHaveLength(130);
-		expect(paged.ledger.requests.filter((r) => r.route === 'GET /jobs').map((p) => p.query.limit)).toEqual(['100', '30']);
+		expect(
+			paged.ledger.requests.filter((r) => r.route === 'GET /jobs').map((p) => p.query.limit),
+		).toEqual(['100', '30']);
 	});
 });
 
@@ -235,29 +392,68 @@ describe('files', () => {
 		const file = path.join(dir, 'clip.bin');
 		const data = Buffer.alloc(3 * 1024 * 1024 + 7, 7);
 		writeFileSync(file, data);
-		const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
-		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: data.length, file });
+		const upload = (await (
+			await fetch(`${sb.baseUrl}/uploads`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${sb.keys.full}` },
+			})
+		).json()) as { id: string; upload_url: string };
+		const { error } = await runProbe({
+			op: 'put',
+			uploadUrl: upload.upload_url,
+			size: data.length,
+			file,
+		});
 		expect(error).toBeUndefined();
 		const record = sb.ledger.uploads.find((u) => u.id === upload.id)!;
-		expect(record).toMatchObject({ complete: true, receivedBytes: data.length, contentLengthSent: data.length, authorizationSeen: false });
+		expect(record).toMatchObject({
+			complete: true,
+			receivedBytes: data.length,
+			contentLengthSent: data.length,
+			authorizationSeen: false,
+		});
 		expect(record.sha256).toBe(createHash('sha256').update(data).digest('hex'));
 		expect(sb.ledger.storageRequests.every((r) => !r.authorization)).toBe(true);
 	});
 
 	test('a failed PUT is retried with the file opened afresh', async () => {
-		const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
+		const upload = (await (
+			await fetch(`${sb.baseUrl}/uploads`, {
+				method: 'POST',
+				headers: { authorization: `Bearer ${sb.keys.full}` },
+			})
+		).json()) as { id: string; upload_url: string };
 		sb.injectFault('PUT /uploads', { status: 500 });
-		const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
+		const { error } = await runProbe({
+			op: 'put',
+			uploadUrl: upload.upload_url,
+			size: 5,
+			data: 'hello',
+		});
 		expect(error).toBeUndefined();
-		expect(sb.ledger.uploads.find((u) => u.id === upload.id)).toMatchObject({ puts: 2, complete: true, receivedBytes: 5 });
+		expect(sb.ledger.uploads.find((u) => u.id === upload.id)).toMatchObject({
+			puts: 2,
+			complete: true,
+			receivedBytes: 5,
+		});
 	});
 
 	test('a redirect from storage is not followed', async () => {
 		const elsewhere = await httpsReceiver();
 		try {
-			const upload = (await (await fetch(`${sb.baseUrl}/uploads`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}` } })).json()) as { id: string; upload_url: string };
+			const upload = (await (
+				await fetch(`${sb.baseUrl}/uploads`, {
+					method: 'POST',
+					headers: { authorization: `Bearer ${sb.keys.full}` },
+				})
+			).json()) as { id: string; upload_url: string };
 			sb.injectFault('PUT /uploads', { kind: 'redirect', location: `${elsewhere.url}/steal` });
-			const { error } = await runProbe({ op: 'put', uploadUrl: upload.upload_url, size: 5, data: 'hello' });
+			const { error } = await runProbe({
+				op: 'put',
+				uploadUrl: upload.upload_url,
+				size: 5,
+				data: 'hello',
+			});
 			expect(error!.httpCode).toBe('307');
 			expect(error!.message).toBe(`Redirect to ${elsewhere.url}/steal not followed [HTTP 307]`);
 			expect(error!.description).toMatch(/does not follow/);
@@ -271,9 +467,23 @@ describe('files', () => {
 		const host = await httpReceiver();
 		try {
 			const baseUrl = `${host.url}/v1`;
-			await runProbe({ op: 'download', url: `${host.url}/v1/jobs/j1/captions.srt` }, sb.keys.full, baseUrl);
-			const outside = [`${host.url}/rest/settings`, `${host.url}/v1/../admin`, `${host.url}/v1/%2e%2e/admin`, `${host.url}/v10/jobs`, `${host.url}/v1`, `${host.url.replace('127.0.0.1', 'localhost')}/v1/jobs/j1/captions.srt`];
-			for (const url of outside) expect((await runProbe({ op: 'download', url }, sb.keys.full, baseUrl)).error).toBeUndefined();
+			await runProbe(
+				{ op: 'download', url: `${host.url}/v1/jobs/j1/captions.srt` },
+				sb.keys.full,
+				baseUrl,
+			);
+			const outside = [
+				`${host.url}/rest/settings`,
+				`${host.url}/v1/../admin`,
+				`${host.url}/v1/%2e%2e/admin`,
+				`${host.url}/v10/jobs`,
+				`${host.url}/v1`,
+				`${host.url.replace('127.0.0.1', 'localhost')}/v1/jobs/j1/captions.srt`,
+			];
+			for (const url of outside)
+				expect(
+					(await runProbe({ op: 'download', url }, sb.keys.full, baseUrl)).error,
+				).toBeUndefined();
 			expect(host.received.map((r) => [r.url, r.headers.authorization ?? null])).toEqual([
 				['/v1/jobs/j1/captions.srt', `Bearer ${sb.keys.full}`],
 				['/rest/settings', null],
@@ -285,7 +495,9 @@ describe('files', () => {
 			]);
 			for (const url of ['file:///etc/passwd', 'ftp://127.0.0.1/x', 'not a url']) {
 				const { error } = await runProbe({ op: 'download', url }, sb.keys.full, baseUrl);
-				expect(error!.message).toBe('A captions link of the job is not an http(s) URL, so it was not fetched');
+				expect(error!.message).toBe(
+					'A captions link of the job is not an http(s) URL, so it was not fetched',
+				);
 			}
 			expect(host.received).toHaveLength(7);
 		} finally {
@@ -295,7 +507,18 @@ describe('files', () => {
 
 	test('captions on the base URL origin are fetched with the key; on another host without it', async () => {
 		const create = async () =>
-			((await (await fetch(`${sb.baseUrl}/jobs`, { method: 'POST', headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' }, body: JSON.stringify({ media_url: MEDIA }) })).json()) as { id: string }).id;
+			(
+				(await (
+					await fetch(`${sb.baseUrl}/jobs`, {
+						method: 'POST',
+						headers: {
+							authorization: `Bearer ${sb.keys.full}`,
+							'content-type': 'application/json',
+						},
+						body: JSON.stringify({ media_url: MEDIA }),
+					})
+				).json()) as { id: string }
+			).id;
 		const sameHost = sb.completeJob(await create()) as { captions: Record<string, string> };
 		const a = await runProbe({ op: 'download', url: sameHost.captions.srt });
 		expect(a.json!.text).toMatch(/^1\n00:00:00,000/);
@@ -306,7 +529,10 @@ describe('files', () => {
 		const b = await runProbe({ op: 'download', url: otherHost.captions.vtt });
 		expect(b.json!.text).toMatch(/^WEBVTT/);
 		expect(b.json!.contentType).toMatch(/^text\/vtt/);
-		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({ origin: 'storage', authorization: false });
+		expect(sb.ledger.captionDownloads.at(-1)).toMatchObject({
+			origin: 'storage',
+			authorization: false,
+		});
 		expect(sb.ledger.storageRequests.every((r) => !r.authorization)).toBe(true);
 	});
 });

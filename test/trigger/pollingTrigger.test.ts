@@ -19,7 +19,11 @@ async function trigger(parameters: IDataObject = {}, sandbox = sb): Promise<Poll
 	return await pollTrigger({
 		nodeType: new CaptioningPollingTrigger(),
 		typeName: 'captioningPollingTrigger',
-		parameters: { events: ['job.completed', 'job.cancelled'], attachCaptions: false, ...parameters },
+		parameters: {
+			events: ['job.completed', 'job.cancelled'],
+			attachCaptions: false,
+			...parameters,
+		},
 		credentials: { captioningApi: { apiKey: sandbox.keys.full, baseUrl: sandbox.baseUrl } },
 	});
 }
@@ -31,7 +35,10 @@ describe('what it reports', () => {
 	test('a job ordered outside n8n that completes: one execution, the job as read, verified', async () => {
 		const t = await trigger();
 		await t.activate();
-		const id = await orderDirectly(sb, { title: 'From the dashboard', metadata: { source: 'dashboard' } });
+		const id = await orderDirectly(sb, {
+			title: 'From the dashboard',
+			metadata: { source: 'dashboard' },
+		});
 		expect(await t.poll()).toBeNull();
 		sb.completeJob(id);
 		const items = await t.poll();
@@ -87,7 +94,8 @@ describe('what it reports', () => {
 		// Each read waits a little, and the job finishes once activation has read the newest job.
 		sb.setLatency(100);
 		const activation = t.activate();
-		while (!sb.ledger.requests.some((r) => r.query.limit === '10')) await new Promise((r) => setTimeout(r, 5));
+		while (!sb.ledger.requests.some((r) => r.query.limit === '10'))
+			await new Promise((r) => setTimeout(r, 5));
 		sb.completeJob(queued);
 		expect(await activation).toBeNull();
 		sb.setLatency(0);
@@ -96,7 +104,10 @@ describe('what it reports', () => {
 	});
 
 	test('Events and the metadata filter choose the jobs', async () => {
-		const t = await trigger({ events: ['job.cancelled'], filters: { metadataKey: 'source', metadataValue: 'n8n' } });
+		const t = await trigger({
+			events: ['job.cancelled'],
+			filters: { metadataKey: 'source', metadataValue: 'n8n' },
+		});
 		await t.activate();
 		const ours = await orderDirectly(sb, { metadata: { source: 'n8n' } });
 		const oursDone = await orderDirectly(sb, { metadata: { source: 'n8n' } });
@@ -118,13 +129,19 @@ describe('what it reports', () => {
 	});
 
 	test('Attach Captions: the poll reads the job list only; its execution downloads the files', async () => {
-		const t = await trigger({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+		const t = await trigger({
+			attachCaptions: true,
+			formats: ['srt', 'vtt'],
+			binaryPropertyName: 'data',
+		});
 		await t.activate();
 		const id = await orderDirectly(sb, { title: 'Episode 3' });
 		sb.completeJob(id);
 		const items = await t.poll();
 		expect(items![0].binary!.data_srt).toMatchObject({ fileName: 'Episode 3.srt' });
-		expect((await (await binaryDataService()).getAsBuffer(items![0].binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+		expect(
+			(await (await binaryDataService()).getAsBuffer(items![0].binary!.data_vtt)).toString(),
+		).toMatch(/^WEBVTT/);
 		expect(items![0].pairedItem).toEqual({ item: 0 });
 		expect(await t.poll()).toBeNull();
 	});
@@ -134,11 +151,17 @@ describe('what it reports', () => {
 		await t.activate();
 		const id = await orderDirectly(sb, { title: 'Episode 4' });
 		sb.completeJob(id);
-		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'Not there' });
+		sb.injectFault('GET /jobs/{id}/captions', {
+			status: 404,
+			code: 'not_found',
+			message: 'Not there',
+		});
 		const items = await t.poll();
 		expect(items!.map((i) => i.json.id)).toEqual([id]);
 		expect(items![0].binary).toBeUndefined();
-		expect(items![0].json.captions_error).toMatch(/^The captions could not be downloaded \(SRT: Not there/);
+		expect(items![0].json.captions_error).toMatch(
+			/^The captions could not be downloaded \(SRT: Not there/,
+		);
 		expect(await t.poll()).toBeNull();
 	});
 
@@ -148,9 +171,13 @@ describe('what it reports', () => {
 		const first = await orderDirectly(sb);
 		await t.activate();
 		// Created at the cursor's instant; the list orders such jobs by id, so some come below it.
-		const later = await Promise.all(Array.from({ length: 12 }, async () => await orderDirectly(sb)));
+		const later = await Promise.all(
+			Array.from({ length: 12 }, async () => await orderDirectly(sb)),
+		);
 		for (const id of [first, ...later]) sb.completeJob(id);
-		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual([first, ...later].sort());
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual(
+			[first, ...later].sort(),
+		);
 		expect(await t.poll()).toBeNull();
 	});
 
@@ -162,7 +189,11 @@ describe('what it reports', () => {
 		const t = await trigger();
 		const items = await t.manual();
 		expect(items).toHaveLength(1);
-		expect(items![0].json).toMatchObject({ title: 'Newer', event_type: 'job.completed', verified: true });
+		expect(items![0].json).toMatchObject({
+			title: 'Newer',
+			event_type: 'job.completed',
+			verified: true,
+		});
 		expect(t.saved()).toEqual({});
 	});
 });
@@ -219,12 +250,18 @@ describe('exactly once', () => {
 		await t.activate();
 		const ids = [await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb)];
 		ids.forEach((id) => sb.completeJob(id));
-		sb.injectFault('GET /jobs', { status: 400, code: 'invalid_request', message: 'Injected failure' });
+		sb.injectFault('GET /jobs', {
+			status: 400,
+			code: 'invalid_request',
+			message: 'Injected failure',
+		});
 		await expect(t.poll()).rejects.toThrow(/Injected failure/);
 		// Transient faults are retried within the poll.
 		sb.injectFault('GET /jobs', { status: 503, code: 'temporarily_unavailable', retryAfter: 0 });
 		sb.injectFault('GET /jobs', { kind: 'reset' });
-		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual([...ids].sort());
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger).sort()).toEqual(
+			[...ids].sort(),
+		);
 		expect(await t.poll()).toBeNull();
 		expect(reportedIds(t).sort()).toEqual([...ids].sort());
 	});
@@ -238,7 +275,10 @@ describe('what a poll costs', () => {
 			const t = await trigger({}, big);
 			await t.activate();
 			// The open jobs (none), the newest jobs (a page of ten), the open jobs again: no page of history.
-			const open = [{ status: 'queued', limit: '100' }, { status: 'processing', limit: '100' }];
+			const open = [
+				{ status: 'queued', limit: '100' },
+				{ status: 'processing', limit: '100' },
+			];
 			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '10' }, ...open]);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
@@ -262,7 +302,13 @@ describe('what a poll costs', () => {
 
 	test('open jobs beyond the pages a poll reads are checked through the open lists, not one read each', async () => {
 		const t = await trigger();
-		const old = [await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb), await orderDirectly(sb)];
+		const old = [
+			await orderDirectly(sb),
+			await orderDirectly(sb),
+			await orderDirectly(sb),
+			await orderDirectly(sb),
+			await orderDirectly(sb),
+		];
 		await t.activate();
 		for (let n = 0; n < 250; n++) sb.completeJob(await orderDirectly(sb));
 		await t.poll();
@@ -272,9 +318,19 @@ describe('what a poll costs', () => {
 		expect(items!.map((i) => i.json.id)).toEqual([old[0]]);
 		// A page or two of the list (not reaching them), the queued and processing lists, then only
 		// the one that left them is read by itself.
-		expect(reads().filter((r) => r.route === 'GET /jobs/{id}').map((r) => r.path)).toEqual([`/jobs/${old[0]}`]);
-		expect(reads().filter((r) => r.route === 'GET /jobs' && !r.query.status).length).toBeLessThanOrEqual(2);
-		expect(reads().filter((r) => r.query.status).map((r) => r.query.status)).toEqual(['queued', 'processing']);
+		expect(
+			reads()
+				.filter((r) => r.route === 'GET /jobs/{id}')
+				.map((r) => r.path),
+		).toEqual([`/jobs/${old[0]}`]);
+		expect(
+			reads().filter((r) => r.route === 'GET /jobs' && !r.query.status).length,
+		).toBeLessThanOrEqual(2);
+		expect(
+			reads()
+				.filter((r) => r.query.status)
+				.map((r) => r.query.status),
+		).toEqual(['queued', 'processing']);
 	});
 });
 

@@ -42,7 +42,13 @@ async function start(parameters: IDataObject = {}, key = sb.keys.full) {
 	trigger = await serveTrigger({
 		nodeType: new CaptioningTrigger(),
 		typeName: 'captioningTrigger',
-		parameters: { events: ['job.completed', 'job.cancelled'], verify: true, token: '', attachCaptions: false, ...parameters },
+		parameters: {
+			events: ['job.completed', 'job.cancelled'],
+			verify: true,
+			token: '',
+			attachCaptions: false,
+			...parameters,
+		},
 		credentials: { captioningApi: { apiKey: key, baseUrl: sb.baseUrl } },
 	});
 	return trigger;
@@ -54,12 +60,21 @@ async function settle() {
 	await trigger?.idle();
 }
 
-const order = async (webhookUrl: string | undefined, extra: IDataObject = {}, key = sb.keys.full) => await orderDirectly(sb, { webhook_url: webhookUrl, ...extra }, key);
+const order = async (webhookUrl: string | undefined, extra: IDataObject = {}, key = sb.keys.full) =>
+	await orderDirectly(sb, { webhook_url: webhookUrl, ...extra }, key);
 
 async function post(url: string, body: unknown, contentType = 'application/json') {
-	const res = await request(url, { method: 'POST', dispatcher: tls, headers: { 'content-type': contentType }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+	const res = await request(url, {
+		method: 'POST',
+		dispatcher: tls,
+		headers: { 'content-type': contentType },
+		body: typeof body === 'string' ? body : JSON.stringify(body),
+	});
 	// An event that starts the workflow is answered by n8n, with no body (responseData noData).
-	const answer = { status: res.statusCode, body: (await res.body.json().catch(() => ({}))) as IDataObject };
+	const answer = {
+		status: res.statusCode,
+		body: (await res.body.json().catch(() => ({}))) as IDataObject,
+	};
 	// The answer comes once the execution is stored; the execution runs after it (idle()).
 	await trigger?.idle();
 	return answer;
@@ -73,8 +88,15 @@ async function post(url: string, body: unknown, contentType = 'application/json'
 const undeliverable = (t: ServedTrigger) => `https://127.0.0.1:9${new URL(t.url).pathname}`;
 
 /** The job's completed event as the service would send it (the job as it is now). */
-const completedEvent = (id: string, eventId: string) => ({ id: eventId, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.job(id) });
-const deliveryStatuses = (jobId: string) => sb.ledger.deliveries.filter((d) => d.jobId === jobId).map((d) => d.status);
+const completedEvent = (id: string, eventId: string) => ({
+	id: eventId,
+	object: 'event',
+	type: 'job.completed',
+	created_at: new Date().toISOString(),
+	data: sb.job(id),
+});
+const deliveryStatuses = (jobId: string) =>
+	sb.ledger.deliveries.filter((d) => d.jobId === jobId).map((d) => d.status);
 
 describe('events from the service start the workflow', () => {
 	test('job.completed: one execution with the full job (as read back) and its metadata', async () => {
@@ -110,7 +132,12 @@ describe('events from the service start the workflow', () => {
 		sb.cancelJob(id, 'media_unavailable');
 		await settle();
 		expect(t.executions).toHaveLength(1);
-		expect(t.executions[0][0].json).toMatchObject({ id, status: 'cancelled', cancellation: { reason: 'media_unavailable' }, event_type: 'job.cancelled' });
+		expect(t.executions[0][0].json).toMatchObject({
+			id,
+			status: 'cancelled',
+			cancellation: { reason: 'media_unavailable' },
+			event_type: 'job.cancelled',
+		});
 	});
 
 	test('an event type that is not selected is acknowledged and starts nothing', async () => {
@@ -136,9 +163,18 @@ describe('events from the service start the workflow', () => {
 		const window = eventMemory.windowMs;
 		try {
 			const t = await start({ verify: false });
-			const event = { id: 'evt_window', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'job-window', object: 'job', status: 'completed' } };
+			const event = {
+				id: 'evt_window',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: { id: 'job-window', object: 'job', status: 'completed' },
+			};
 			expect((await post(t.url, event)).status).toBe(200);
-			expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: false, reason: 'event evt_window was already received' } });
+			expect(await post(t.url, event)).toEqual({
+				status: 200,
+				body: { received: true, started: false, reason: 'event evt_window was already received' },
+			});
 			expect(t.executions).toHaveLength(1);
 			eventMemory.windowMs = 1;
 			await new Promise((r) => setTimeout(r, 10));
@@ -154,7 +190,13 @@ describe('events from the service start the workflow', () => {
 		Object.assign(eventMemory, { maxInProcess: 20, maxSaved: 10 });
 		try {
 			const t = await start({ verify: false });
-			const event = (n: number) => ({ id: `evt_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: `job-${n}`, object: 'job', status: 'completed' } });
+			const event = (n: number) => ({
+				id: `evt_${n}`,
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: { id: `job-${n}`, object: 'job', status: 'completed' },
+			});
 			for (let n = 0; n < 30; n++) expect((await post(t.url, event(n))).status).toBe(200);
 			expect(t.executions).toHaveLength(30);
 			// What n8n saves with the executions: the newest events, at most maxSaved.
@@ -172,7 +214,13 @@ describe('events from the service start the workflow', () => {
 
 	test('deactivating the workflow ends what this process remembers of the trigger', async () => {
 		const t = await start({ verify: false });
-		const event = { id: 'evt_deactivated', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'job-d', object: 'job', status: 'completed' } };
+		const event = {
+			id: 'evt_deactivated',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { id: 'job-d', object: 'job', status: 'completed' },
+		};
 		await post(t.url, event);
 		t.setStaticData({});
 		await t.deactivate();
@@ -192,9 +240,17 @@ describe('one execution per job and final status', () => {
 		const delivered = sb.ledger.deliveries.find((d) => d.jobId === id)!.eventId;
 
 		const replay = await post(t.url, completedEvent(id, 'evt_fresh_id_1'));
-		expect(replay).toEqual({ status: 409, body: { error: `Event refused: job ${id} was already reported as job.completed (event ${delivered}); each job starts this workflow once.` } });
+		expect(replay).toEqual({
+			status: 409,
+			body: {
+				error: `Event refused: job ${id} was already reported as job.completed (event ${delivered}); each job starts this workflow once.`,
+			},
+		});
 		expect((await post(t.url, completedEvent(id, 'evt_fresh_id_2'))).status).toBe(409);
-		expect(await post(t.url, completedEvent(id, delivered))).toMatchObject({ status: 200, body: { started: false } });
+		expect(await post(t.url, completedEvent(id, delivered))).toMatchObject({
+			status: 200,
+			body: { started: false },
+		});
 		expect(t.executions).toHaveLength(1);
 	});
 
@@ -202,46 +258,88 @@ describe('one execution per job and final status', () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
 		sb.completeJob(id);
-		const answers = await Promise.all(Array.from({ length: 8 }, (_, n) => post(t.url, completedEvent(id, `evt_burst_${n}`))));
+		const answers = await Promise.all(
+			Array.from({ length: 8 }, (_, n) => post(t.url, completedEvent(id, `evt_burst_${n}`))),
+		);
 		expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
 		expect(t.executions).toHaveLength(1);
 	});
-
 });
 
-describe('only jobs ordered with this trigger\'s URL', () => {
+describe("only jobs ordered with this trigger's URL", () => {
 	test.each([
-		['ordered without a Webhook URL (e.g. in the dashboard)', undefined, /ordered without a Webhook URL/],
-		["ordered with another workflow's trigger URL", 'https://n8n.example.com/webhook/0c1d2e3f-aaaa-bbbb-cccc-123456789abc/captioning', /ordered with another Webhook URL/],
-	])('a completed job of the workspace %s → 403, nothing started', async (_name, webhookUrl, reason) => {
-		const t = await start();
-		const id = await order(webhookUrl);
-		const r = await post(t.url, { id: 'evt_not_for_us', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) });
-		expect(r.status).toBe(403);
-		expect(r.body.error).toMatch(reason);
-		expect(t.executions).toHaveLength(0);
-	});
+		[
+			'ordered without a Webhook URL (e.g. in the dashboard)',
+			undefined,
+			/ordered without a Webhook URL/,
+		],
+		[
+			"ordered with another workflow's trigger URL",
+			'https://n8n.example.com/webhook/0c1d2e3f-aaaa-bbbb-cccc-123456789abc/captioning',
+			/ordered with another Webhook URL/,
+		],
+	])(
+		'a completed job of the workspace %s → 403, nothing started',
+		async (_name, webhookUrl, reason) => {
+			const t = await start();
+			const id = await order(webhookUrl);
+			const r = await post(t.url, {
+				id: 'evt_not_for_us',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: sb.completeJob(id),
+			});
+			expect(r.status).toBe(403);
+			expect(r.body.error).toMatch(reason);
+			expect(t.executions).toHaveLength(0);
+		},
+	);
 
 	test('the URL is compared by its own path (webhook id and path), so a reverse proxy in front of n8n does not matter', async () => {
 		const t = await start({ token: 'tok' });
 		const webhookId = new URL(t.url).pathname.split('/').at(-2);
-		const id = await order(`https://captions.example.org/automation/hooks/webhook/${webhookId}/captioning?token=tok`);
-		const r = await post(`${t.url}?token=tok`, { id: 'evt_via_proxy', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) });
+		const id = await order(
+			`https://captions.example.org/automation/hooks/webhook/${webhookId}/captioning?token=tok`,
+		);
+		const r = await post(`${t.url}?token=tok`, {
+			id: 'evt_via_proxy',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: sb.completeJob(id),
+		});
 		expect(r.status).toBe(200);
 		expect(t.executions).toHaveLength(1);
 	});
 });
 
 describe('what is refused', () => {
-	const valid = { id: 'evt_1', object: 'event', type: 'job.completed', created_at: '2026-11-22T00:00:00Z', data: { id: 'x', object: 'job' } };
+	const valid = {
+		id: 'evt_1',
+		object: 'event',
+		type: 'job.completed',
+		created_at: '2026-11-22T00:00:00Z',
+		data: { id: 'x', object: 'job' },
+	};
 	test.each<[string, unknown, string, RegExp]>([
 		['a JSON array', [valid], 'application/json', /not a JSON object/],
 		['a body that is not JSON', 'hello', 'text/plain', /not a JSON object/],
 		['an id without evt_', { ...valid, id: '123' }, 'application/json', /evt_/],
 		['a wrong object', { ...valid, object: 'job' }, 'application/json', /object must be "event"/],
-		['an unknown type', { ...valid, type: 'job.started' }, 'application/json', /type must be one of/],
+		[
+			'an unknown type',
+			{ ...valid, type: 'job.started' },
+			'application/json',
+			/type must be one of/,
+		],
 		['no job in data', { ...valid, data: null }, 'application/json', /data must be the job/],
-		['a job without id', { ...valid, data: { object: 'job' } }, 'application/json', /data must be the job/],
+		[
+			'a job without id',
+			{ ...valid, data: { object: 'job' } },
+			'application/json',
+			/data must be the job/,
+		],
 	])('%s → 400 with a reason, nothing emitted', async (_name, body, type, reason) => {
 		const t = await start();
 		const r = await post(t.url, body, type);
@@ -255,18 +353,39 @@ describe('what is refused', () => {
 		const t = await start();
 		const foreign = await order('https://elsewhere.example.com/hook', {}, sb.keys.otherWorkspace);
 		const job = sb.completeJob(foreign);
-		const r = await post(t.url, { id: 'evt_forged1', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: job });
-		expect(r).toEqual({ status: 403, body: { error: 'Event refused: its job is not in this workspace.' } });
+		const r = await post(t.url, {
+			id: 'evt_forged1',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: job,
+		});
+		expect(r).toEqual({
+			status: 403,
+			body: { error: 'Event refused: its job is not in this workspace.' },
+		});
 		expect(t.executions).toHaveLength(0);
 	});
 
 	test('a forged event whose status does not match the job → 409, nothing emitted', async () => {
 		const t = await start();
 		const id = await order('https://elsewhere.example.com/hook');
-		const forged = { ...sb.job(id), status: 'completed', captions: { srt: 'https://evil.example.com/x.srt' } };
-		const r = await post(t.url, { id: 'evt_forged2', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: forged });
+		const forged = {
+			...sb.job(id),
+			status: 'completed',
+			captions: { srt: 'https://evil.example.com/x.srt' },
+		};
+		const r = await post(t.url, {
+			id: 'evt_forged2',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: forged,
+		});
 		expect(r.status).toBe(409);
-		expect(r.body.error).toBe("Event refused: the event says job.completed but the job's status is queued.");
+		expect(r.body.error).toBe(
+			"Event refused: the event says job.completed but the job's status is queued.",
+		);
 		expect(t.executions).toHaveLength(0);
 	});
 
@@ -274,21 +393,40 @@ describe('what is refused', () => {
 		const t = await start();
 		const id = await order(undeliverable(t), { title: 'Real title' });
 		const job = sb.completeJob(id);
-		await post(t.url, { id: 'evt_tamper', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, title: 'Injected', metadata: { admin: 'true' } } });
+		await post(t.url, {
+			id: 'evt_tamper',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { ...job, title: 'Injected', metadata: { admin: 'true' } },
+		});
 		expect(t.executions[0][0].json).toMatchObject({ title: 'Real title', metadata: {} });
 	});
 
 	test('without verification the body is taken as is, and marked unverified', async () => {
 		const t = await start({ verify: false });
-		await post(t.url, { ...valid, data: { id: 'made-up', object: 'job', status: 'completed', title: 'Anything' } });
-		expect(t.executions[0][0].json).toMatchObject({ id: 'made-up', title: 'Anything', verified: false });
+		await post(t.url, {
+			...valid,
+			data: { id: 'made-up', object: 'job', status: 'completed', title: 'Anything' },
+		});
+		expect(t.executions[0][0].json).toMatchObject({
+			id: 'made-up',
+			title: 'Anything',
+			verified: false,
+		});
 		expect(sb.ledger.requests).toHaveLength(0);
 	});
 
 	test('a failure to read the job answers 500 and forgets the event, so a redelivery is processed', async () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
-		const event = { id: 'evt_retry', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: sb.completeJob(id) };
+		const event = {
+			id: 'evt_retry',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: sb.completeJob(id),
+		};
 		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request' });
 		expect((await post(t.url, event)).status).toBe(500);
 		expect(t.executions).toHaveLength(0);
@@ -305,7 +443,8 @@ describe('bursts: events that arrive together are read back together', () => {
 		// An invoiced workspace: the prepaid one's balance is for the other tests.
 		const t = await start({}, sb.keys.otherWorkspace);
 		const ids: string[] = [];
-		for (let n = 0; n < BURST; n++) ids.push(await order(t.url, { title: `Burst ${n}` }, sb.keys.otherWorkspace));
+		for (let n = 0; n < BURST; n++)
+			ids.push(await order(t.url, { title: `Burst ${n}` }, sb.keys.otherWorkspace));
 		sb.resetLedger();
 		sb.setRateLimits({ readPerSecond: 10 });
 		try {
@@ -349,7 +488,12 @@ describe('bursts: events that arrive together are read back together', () => {
 			sb.completeJob(id);
 			sb.injectFault('GET /jobs/{id}', { status: 429, code: 'rate_limited', retryAfter: 20 });
 			const event = completedEvent(id, 'evt_busy');
-			expect(await post(t.url, event)).toEqual({ status: 503, body: { error: `The job of event evt_busy could not be read in time (the API key's reads are busy); deliver it again later.` } });
+			expect(await post(t.url, event)).toEqual({
+				status: 503,
+				body: {
+					error: `The job of event evt_busy could not be read in time (the API key's reads are busy); deliver it again later.`,
+				},
+			});
 			expect(t.stored).toHaveLength(0);
 			// Once the reads go again, the redelivery is handled (the claim was given back).
 			forgetPaces();
@@ -363,7 +507,12 @@ describe('bursts: events that arrive together are read back together', () => {
 
 	test('a final job a recent read showed verifies its event without a read; an event whose status it does not have is read anew', async () => {
 		const t = await start();
-		const [first, a, b, c] = [await order(undeliverable(t)), await order(undeliverable(t)), await order(undeliverable(t)), await order(undeliverable(t))];
+		const [first, a, b, c] = [
+			await order(undeliverable(t)),
+			await order(undeliverable(t)),
+			await order(undeliverable(t)),
+			await order(undeliverable(t)),
+		];
 		for (const id of [first, a, b, c]) sb.completeJob(id);
 		// The first event is read at once (slowly); the two that arrive meanwhile share the next read,
 		// of the job list, which shows c completed too.
@@ -371,7 +520,11 @@ describe('bursts: events that arrive together are read back together', () => {
 		try {
 			const firstAnswer = post(t.url, completedEvent(first, 'evt_kept_first'));
 			await new Promise((r) => setTimeout(r, 50));
-			await Promise.all([firstAnswer, post(t.url, completedEvent(a, 'evt_kept_a')), post(t.url, completedEvent(b, 'evt_kept_b'))]);
+			await Promise.all([
+				firstAnswer,
+				post(t.url, completedEvent(a, 'evt_kept_a')),
+				post(t.url, completedEvent(b, 'evt_kept_b')),
+			]);
 		} finally {
 			sb.setLatency(0);
 		}
@@ -379,10 +532,20 @@ describe('bursts: events that arrive together are read back together', () => {
 		const reads = sb.ledger.requests.length;
 		expect((await post(t.url, completedEvent(c, 'evt_kept_c'))).status).toBe(200);
 		expect(sb.ledger.requests).toHaveLength(reads);
-		expect(t.executions.map((items) => items[0].json.id)).toEqual(expect.arrayContaining([first, a, b, c]));
+		expect(t.executions.map((items) => items[0].json.id)).toEqual(
+			expect.arrayContaining([first, a, b, c]),
+		);
 		// c as cancelled: not what was kept, so read again (and refused: the job is completed).
-		const cancelled = await post(t.url, { ...completedEvent(c, 'evt_kept_c_cancelled'), type: 'job.cancelled' });
-		expect(cancelled).toEqual({ status: 409, body: { error: "Event refused: the event says job.cancelled but the job's status is completed." } });
+		const cancelled = await post(t.url, {
+			...completedEvent(c, 'evt_kept_c_cancelled'),
+			type: 'job.cancelled',
+		});
+		expect(cancelled).toEqual({
+			status: 409,
+			body: {
+				error: "Event refused: the event says job.cancelled but the job's status is completed.",
+			},
+		});
 		expect(sb.ledger.requests.slice(reads).map((r) => r.route)).toEqual(['GET /jobs/{id}']);
 		expect(t.executions).toHaveLength(4);
 	});
@@ -405,7 +568,11 @@ describe('bursts: events that arrive together are read back together', () => {
 			sb.setLatency(0);
 		}
 		expect(t.executions).toHaveLength(1);
-		expect((await post(t.url, event)).body).toEqual({ received: true, started: false, reason: 'event evt_slow_first was already received' });
+		expect((await post(t.url, event)).body).toEqual({
+			received: true,
+			started: false,
+			reason: 'event evt_slow_first was already received',
+		});
 	});
 
 	test('a try that throws gives its claim back: the redelivery is handled, not answered "already received"', async () => {
@@ -429,9 +596,16 @@ describe('bursts: events that arrive together are read back together', () => {
 		sb.completeJob(id);
 		sb.setLatency(300);
 		try {
-			const [first, second] = await Promise.all([post(t.url, event), new Promise((r) => setTimeout(r, 100)).then(async () => await post(t.url, event))]);
+			const [first, second] = await Promise.all([
+				post(t.url, event),
+				new Promise((r) => setTimeout(r, 100)).then(async () => await post(t.url, event)),
+			]);
 			expect(first.status).toBe(200);
-			expect(second.body).toEqual({ received: true, started: false, reason: 'event evt_slow_ok was already received' });
+			expect(second.body).toEqual({
+				received: true,
+				started: false,
+				reason: 'event evt_slow_ok was already received',
+			});
 		} finally {
 			sb.setLatency(0);
 		}
@@ -443,8 +617,17 @@ describe('bursts: events that arrive together are read back together', () => {
 describe('secret token', () => {
 	test('required and compared: missing or wrong → 401; right → accepted', async () => {
 		const t = await start({ token: 's3cret-token' });
-		const event = { id: 'evt_tok', object: 'event', type: 'job.completed', created_at: '2026-11-22T00:00:00Z', data: { id: 'x', object: 'job' } };
-		expect(await post(t.url, event)).toEqual({ status: 401, body: { error: 'The token in the URL is missing or wrong.' } });
+		const event = {
+			id: 'evt_tok',
+			object: 'event',
+			type: 'job.completed',
+			created_at: '2026-11-22T00:00:00Z',
+			data: { id: 'x', object: 'job' },
+		};
+		expect(await post(t.url, event)).toEqual({
+			status: 401,
+			body: { error: 'The token in the URL is missing or wrong.' },
+		});
 		expect((await post(`${t.url}?token=s3cret-tokeX`, event)).status).toBe(401);
 		expect((await post(`${t.url}?token=s3cret`, event)).status).toBe(401);
 		expect(t.executions).toHaveLength(0);
@@ -463,7 +646,13 @@ describe('secret token', () => {
 
 	test('forged events with made-up job ids: each unknown id is read once, however often it is posted', async () => {
 		const t = await start();
-		const forged = (n: number) => ({ id: `evt_forged_${n}`, object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: '00000000-0000-4000-8000-000000000000', object: 'job', status: 'completed' } });
+		const forged = (n: number) => ({
+			id: `evt_forged_${n}`,
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { id: '00000000-0000-4000-8000-000000000000', object: 'job', status: 'completed' },
+		});
 		for (let n = 0; n < 5; n++) expect((await post(t.url, forged(n))).status).toBe(403);
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
 		expect(t.executions).toHaveLength(0);
@@ -471,15 +660,24 @@ describe('secret token', () => {
 });
 
 test('captions of a completed job are attached as binary files', async () => {
-	const t = await start({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+	const t = await start({
+		attachCaptions: true,
+		formats: ['srt', 'vtt'],
+		binaryPropertyName: 'data',
+	});
 	const id = await order(t.url, { title: 'Episode 12' });
 	sb.completeJob(id);
 	await settle();
 	await t.idle();
 	const { binary } = t.executions[0][0];
-	expect(binary!.data_srt).toMatchObject({ fileName: 'Episode 12.srt', mimeType: 'application/x-subrip' });
+	expect(binary!.data_srt).toMatchObject({
+		fileName: 'Episode 12.srt',
+		mimeType: 'application/x-subrip',
+	});
 	expect(binary!.data_vtt).toMatchObject({ fileName: 'Episode 12.vtt', mimeType: 'text/vtt' });
-	expect((await (await binaryDataService()).getAsBuffer(binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+	expect((await (await binaryDataService()).getAsBuffer(binary!.data_vtt)).toString()).toMatch(
+		/^WEBVTT/,
+	);
 
 	const cancelled = await order(t.url);
 	sb.cancelJob(cancelled, 'unusable_media');
@@ -496,7 +694,11 @@ test('captions attached as text in the JSON (Put Captions In: Item JSON), for an
 	await t.idle();
 	const [item] = t.executions[0];
 	expect(item.binary).toBeUndefined();
-	expect(item.json).toMatchObject({ id, caption_text: { txt: expect.stringMatching(/back to the show/) }, caption_segments: expect.arrayContaining([expect.objectContaining({ speaker: 'MARIA' })]) });
+	expect(item.json).toMatchObject({
+		id,
+		caption_text: { txt: expect.stringMatching(/back to the show/) },
+		caption_segments: expect.arrayContaining([expect.objectContaining({ speaker: 'MARIA' })]),
+	});
 });
 
 describe('with Attach Captions the event is answered once stored, then its execution downloads the captions', () => {
@@ -518,21 +720,35 @@ describe('with Attach Captions the event is answered once stored, then its execu
 	});
 
 	test('a download that finally fails still starts the workflow, with captions_error; a redelivery stays a duplicate', async () => {
-		const t = await start({ attachCaptions: true, formats: ['srt', 'vtt'], binaryPropertyName: 'data' });
+		const t = await start({
+			attachCaptions: true,
+			formats: ['srt', 'vtt'],
+			binaryPropertyName: 'data',
+		});
 		const id = await order(undeliverable(t), { title: 'Half there' });
 		sb.completeJob(id);
 		// The SRT link answers 404 (not tried again); the VTT comes.
-		sb.injectFault('GET /jobs/{id}/captions', { status: 404, code: 'not_found', message: 'No captions of this format exist for this job.', times: 1 });
+		sb.injectFault('GET /jobs/{id}/captions', {
+			status: 404,
+			code: 'not_found',
+			message: 'No captions of this format exist for this job.',
+			times: 1,
+		});
 		const event = completedEvent(id, 'evt_half_there');
 		expect(await post(t.url, event)).toEqual({ status: 200, body: {} });
 		await t.idle();
 		expect(t.executions).toHaveLength(1);
 		const [item] = t.executions[0];
 		expect(item.json.id).toBe(id);
-		expect(item.json.captions_error).toMatch(/^The captions could not be downloaded \((SRT|VTT): No captions of this format exist for this job\. \[HTTP 404 not_found\]\)\. The job is completed: Job → Get Captions can fetch them later\.$/);
+		expect(item.json.captions_error).toMatch(
+			/^The captions could not be downloaded \((SRT|VTT): No captions of this format exist for this job\. \[HTTP 404 not_found\]\)\. The job is completed: Job → Get Captions can fetch them later\.$/,
+		);
 		expect(Object.keys(item.binary ?? {})).toHaveLength(1);
 		// The service delivers it again (its own retry, or a duplicate): answered, nothing started twice.
-		expect(await post(t.url, event)).toEqual({ status: 200, body: { received: true, started: false, reason: 'event evt_half_there was already received' } });
+		expect(await post(t.url, event)).toEqual({
+			status: 200,
+			body: { received: true, started: false, reason: 'event evt_half_there was already received' },
+		});
 		await t.idle();
 		expect(t.executions).toHaveLength(1);
 	});
@@ -543,7 +759,9 @@ describe('with Attach Captions the event is answered once stored, then its execu
 		sb.completeJob(id);
 		expect((await post(t.url, completedEvent(id, 'evt_docx_text'))).status).toBe(200);
 		expect(t.stored).toHaveLength(1);
-		expect(t.failed.map((e) => e.message)).toEqual([expect.stringMatching(/^Attach Captions: DOCX is a Word file/)]);
+		expect(t.failed.map((e) => e.message)).toEqual([
+			expect.stringMatching(/^Attach Captions: DOCX is a Word file/),
+		]);
 		expect(sb.ledger.captionDownloads).toHaveLength(0);
 	});
 });
@@ -560,9 +778,28 @@ describe('Verify Events off: caption links come from the service, never from a p
 	test('a made-up job with planted links: refused (403), nothing fetched, nothing started', async () => {
 		const elsewhere = await httpReceiver();
 		try {
-			const t = await start({ verify: false, attachCaptions: true, formats: ['srt', 'vtt', 'txt', 'json'], binaryPropertyName: 'data' });
-			const forged = { id: 'evt_forged', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { id: 'made-up', object: 'job', status: 'completed', captions: forgedLinks(elsewhere.url, new URL(t.url).origin) } };
-			expect(await post(t.url, forged)).toEqual({ status: 403, body: { error: 'Event refused: its job is not in this workspace.' } });
+			const t = await start({
+				verify: false,
+				attachCaptions: true,
+				formats: ['srt', 'vtt', 'txt', 'json'],
+				binaryPropertyName: 'data',
+			});
+			const forged = {
+				id: 'evt_forged',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: {
+					id: 'made-up',
+					object: 'job',
+					status: 'completed',
+					captions: forgedLinks(elsewhere.url, new URL(t.url).origin),
+				},
+			};
+			expect(await post(t.url, forged)).toEqual({
+				status: 403,
+				body: { error: 'Event refused: its job is not in this workspace.' },
+			});
 			expect(t.executions).toHaveLength(0);
 			expect(elsewhere.received).toHaveLength(0);
 			expect(sb.ledger.requests.map((r) => r.route)).toEqual(['GET /jobs/{id}']);
@@ -574,32 +811,70 @@ describe('Verify Events off: caption links come from the service, never from a p
 	test("a real job's event with planted links: the captions are the job's own, downloaded from the links the API lists", async () => {
 		const elsewhere = await httpReceiver();
 		try {
-			const t = await start({ verify: false, attachCaptions: true, formats: ['srt', 'vtt', 'txt', 'json'], binaryPropertyName: 'data' });
+			const t = await start({
+				verify: false,
+				attachCaptions: true,
+				formats: ['srt', 'vtt', 'txt', 'json'],
+				binaryPropertyName: 'data',
+			});
 			const id = await order(undeliverable(t), { title: 'Real' });
 			const job = sb.completeJob(id);
-			const forged = { id: 'evt_planted', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...job, captions: forgedLinks(elsewhere.url, new URL(t.url).origin) } };
+			const forged = {
+				id: 'evt_planted',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: { ...job, captions: forgedLinks(elsewhere.url, new URL(t.url).origin) },
+			};
 			expect((await post(t.url, forged)).status).toBe(200);
 			await t.idle();
 			expect(t.executions).toHaveLength(1);
 			const [item] = t.executions[0];
 			expect(item.json).toMatchObject({ id, captions: job.captions, verified: false });
-			expect((await (await binaryDataService()).getAsBuffer(item.binary!.data_vtt)).toString()).toMatch(/^WEBVTT/);
+			expect(
+				(await (await binaryDataService()).getAsBuffer(item.binary!.data_vtt)).toString(),
+			).toMatch(/^WEBVTT/);
 			expect(elsewhere.received).toHaveLength(0);
 			expect(sb.ledger.captionDownloads.map((d) => [d.jobId, d.format, d.origin])).toEqual(
-				expect.arrayContaining([[id, 'srt', 'api'], [id, 'vtt', 'api'], [id, 'txt', 'api'], [id, 'json', 'api']]),
+				expect.arrayContaining([
+					[id, 'srt', 'api'],
+					[id, 'vtt', 'api'],
+					[id, 'txt', 'api'],
+					[id, 'json', 'api'],
+				]),
 			);
 			// Nothing outside the API's own routes (the planted /admin/keys.json would have none).
-			expect(sb.ledger.requests.map((r) => r.route ?? r.path)).toEqual(['POST /jobs', 'GET /jobs/{id}', ...Array(4).fill('GET /jobs/{id}/captions')]);
+			expect(sb.ledger.requests.map((r) => r.route ?? r.path)).toEqual([
+				'POST /jobs',
+				'GET /jobs/{id}',
+				...Array(4).fill('GET /jobs/{id}/captions'),
+			]);
 		} finally {
 			await elsewhere.close();
 		}
 	});
 
 	test('an event whose status the job does not have is refused (409) before any download', async () => {
-		const t = await start({ verify: false, attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		const t = await start({
+			verify: false,
+			attachCaptions: true,
+			formats: ['srt'],
+			binaryPropertyName: 'data',
+		});
 		const id = await order(undeliverable(t));
-		const forged = { id: 'evt_early', object: 'event', type: 'job.completed', created_at: new Date().toISOString(), data: { ...sb.job(id), status: 'completed' } };
-		expect(await post(t.url, forged)).toEqual({ status: 409, body: { error: "Event refused: the event says job.completed but the job's status is queued." } });
+		const forged = {
+			id: 'evt_early',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { ...sb.job(id), status: 'completed' },
+		};
+		expect(await post(t.url, forged)).toEqual({
+			status: 409,
+			body: {
+				error: "Event refused: the event says job.completed but the job's status is queued.",
+			},
+		});
 		expect(sb.ledger.captionDownloads).toHaveLength(0);
 		sb.completeJob(id);
 		expect((await post(t.url, forged)).status).toBe(200);

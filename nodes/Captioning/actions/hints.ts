@@ -10,7 +10,10 @@ import { batchOf } from './items';
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** The hints of a run, from its outputs and notes. */
-export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}): NodeExecutionHint[] {
+export function hintsOf(
+	outputs: INodeExecutionData[],
+	runNotes: RunNotes = {},
+): NodeExecutionHint[] {
 	const hints: NodeExecutionHint[] = [];
 	const jobs = outputs.filter((o) => o.json.object === 'job');
 	const replayed = jobs.filter((o) => o.json.idempotent_replayed === true).length;
@@ -21,7 +24,9 @@ export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}):
 		});
 	}
 	const cut = new Map<string, number>();
-	for (const o of outputs) for (const format of (o.json.caption_truncated as string[] | undefined) ?? []) cut.set(format, (cut.get(format) ?? 0) + 1);
+	for (const o of outputs)
+		for (const format of (o.json.caption_truncated as string[] | undefined) ?? [])
+			cut.set(format, (cut.get(format) ?? 0) + 1);
 	if (cut.size > 0) {
 		const byFormat = [...cut].map(([format, n]) => `${format.toUpperCase()}: ${n}`).join(', ');
 		hints.push({
@@ -55,5 +60,6 @@ export function hintsOf(outputs: INodeExecutionData[], runNotes: RunNotes = {}):
 /** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
 export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
 	const hints = hintsOf(outputs, batchOf(ctx).notes);
-	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function') ctx.addExecutionHints(...hints);
+	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function')
+		ctx.addExecutionHints(...hints);
 }

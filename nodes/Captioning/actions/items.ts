@@ -9,7 +9,13 @@
 // 4. Each item ends as its outputs or one error item, in input order, paired with its input.
 //    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
 //    error names the items already ordered, with their job ids.
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties, JsonObject } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+	JsonObject,
+} from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { BatchStopped, DEFAULT_CONCURRENCY, RunSlots, useRunSlots } from '../transport/runSlots';
@@ -44,7 +50,11 @@ export interface Operation<P = unknown> {
 	 * every item after `prepare`, Concurrency at a time, and before the first order of the batch.
 	 */
 	check?: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<void>;
-	execute: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<INodeExecutionData[]>;
+	execute: (
+		this: IExecuteFunctions,
+		itemIndex: number,
+		prepared: P,
+	) => Promise<INodeExecutionData[]>;
 }
 
 type NodeError = NodeApiError | NodeOperationError;
@@ -52,7 +62,8 @@ type NodeError = NodeApiError | NodeOperationError;
 /** The failure as n8n's error classes, with the item it belongs to. */
 export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: number): NodeError {
 	// Both constructors hand back an error that already is of their class, unchanged.
-	if (error instanceof NodeApiError) return new NodeApiError(ctx.getNode(), error as unknown as JsonObject, { itemIndex });
+	if (error instanceof NodeApiError)
+		return new NodeApiError(ctx.getNode(), error as unknown as JsonObject, { itemIndex });
 	return new NodeOperationError(ctx.getNode(), error as Error, { itemIndex });
 }
 
@@ -63,7 +74,11 @@ export function asNodeError(ctx: IExecuteFunctions, error: unknown, itemIndex: n
  * output only when its json holds `error` alone (1.x and 2.x; 2.x also allows message and
  * details), or when the item carries the error object, whose json n8n cuts down to the message.
  */
-export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: number): INodeExecutionData {
+export function errorItem(
+	ctx: IExecuteFunctions,
+	error: NodeError,
+	itemIndex: number,
+): INodeExecutionData {
 	const details: IDataObject = {};
 	if (error.description) details.description = error.description;
 	const { code, param, requestId } = error.context as IDataObject;
@@ -72,7 +87,9 @@ export function errorItem(ctx: IExecuteFunctions, error: NodeError, itemIndex: n
 	if (param) details.param = param;
 	if (requestId) details.requestId = requestId;
 	const json: IDataObject =
-		ctx.getNode().onError === 'continueErrorOutput' ? { error: { message: error.message, ...details } } : { error: error.message, ...details };
+		ctx.getNode().onError === 'continueErrorOutput'
+			? { error: { message: error.message, ...details } }
+			: { error: error.message, ...details };
 	return { json, pairedItem: { item: itemIndex } };
 }
 
@@ -120,7 +137,8 @@ function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {
 	if (ordered.size === 0) return error;
 	const list = [...ordered].sort(([a], [b]) => a - b);
 	const named = list.map(([item, job]) => `item ${item} → job ${job}`).join(', ');
-	error.description = `${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. ${[...replays].join(' ')}`.trim();
+	error.description =
+		`${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. ${[...replays].join(' ')}`.trim();
 	Object.assign(error.context, { orderedJobs: list.map(([item, jobId]) => ({ item, jobId })) });
 	return error;
 }
@@ -130,7 +148,10 @@ export interface RunOptions {
 	operationFor: (itemIndex: number) => Operation;
 }
 
-export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Promise<INodeExecutionData[]> {
+export async function runItems(
+	ctx: IExecuteFunctions,
+	options: RunOptions,
+): Promise<INodeExecutionData[]> {
 	const count = ctx.getInputData().length;
 	const outputs: INodeExecutionData[][] = [];
 	const batch = batchOf(ctx);
@@ -183,7 +204,8 @@ export async function runItems(ctx: IExecuteFunctions, options: RunOptions): Pro
 	// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
 	let next = 0;
 	const checker = async () => {
-		for (let i = next++; i < count && !failure; i = next++) prepared[i] = await check(i, prepared[i]);
+		for (let i = next++; i < count && !failure; i = next++)
+			prepared[i] = await check(i, prepared[i]);
 	};
 	await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, checker));
 	if (failure) throw failure;

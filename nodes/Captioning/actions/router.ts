@@ -33,14 +33,24 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 		if (found) return found;
 		return {
 			execute: async () => {
-				throw new NodeOperationError(this.getNode(), `The operation "${operation}" of resource "${resource}" is not supported`, { itemIndex: i });
+				throw new NodeOperationError(
+					this.getNode(),
+					`The operation "${operation}" of resource "${resource}" is not supported`,
+					{ itemIndex: i },
+				);
 			},
 		};
 	};
-	const batching = BATCHING.has(`${this.getNodeParameter('resource', 0)}:${this.getNodeParameter('operation', 0)}`);
-	const concurrency = batching ? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY)) : 1;
+	const batching = BATCHING.has(
+		`${this.getNodeParameter('resource', 0)}:${this.getNodeParameter('operation', 0)}`,
+	);
+	const concurrency = batching
+		? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY))
+		: 1;
 	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
-		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, { description: 'Set it to a whole number of 1 or more (default 4).' });
+		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, {
+			description: 'Set it to a whole number of 1 or more (default 4).',
+		});
 	}
 	const outputs = await runItems(this, { concurrency, operationFor });
 	showHints(this, outputs);

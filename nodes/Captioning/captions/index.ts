@@ -29,7 +29,8 @@ export const formatsField: INodeProperties = {
 	],
 	default: ['srt'],
 	required: true,
-	description: 'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
+	description:
+		'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
 };
 
 export type CaptionsAs = 'binary' | 'json' | 'both';
@@ -47,17 +48,22 @@ export const captionsAsField: INodeProperties = {
 	name: 'captionsAs',
 	type: 'options',
 	options: [
-		{ name: 'Binary Files', value: 'binary', description: 'Files for a storage node (Google Drive, S3, Write Files to Disk)' },
+		{
+			name: 'Binary Files',
+			value: 'binary',
+			description: 'Files for a storage node (Google Drive, S3, Write Files to Disk)',
+		},
 		{
 			name: 'Item JSON (Text)',
 			value: 'json',
-			description: 'The text in caption_text.srt, .vtt and .txt; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions',
+			description:
+				'The text in caption_text.srt, .vtt and .txt; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions',
 		},
 		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
 	],
 	default: 'binary',
 	description:
-		'Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent\'s tool the text always comes in the JSON (an agent cannot read files).',
+		"Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent's tool the text always comes in the JSON (an agent cannot read files).",
 };
 
 /** Where captions go for this run: as a tool, the text always comes in the JSON. */
@@ -69,7 +75,7 @@ export function captionsAsFor(ctx: IExecuteFunctions, i: number): CaptionsAs {
 /** A format with no text for the JSON (DOCX) chosen for the JSON alone: the fix, before any request. */
 export function captionsAsProblem(formats: CaptionFormat[], as: CaptionsAs): string | undefined {
 	if (as === 'json' && formats.includes('docx')) {
-		return 'DOCX is a Word file and has no text for the item\'s JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX';
+		return "DOCX is a Word file and has no text for the item's JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX";
 	}
 	return undefined;
 }
@@ -82,20 +88,35 @@ function bounded(text: string): { text: string; truncated: boolean } {
 }
 
 /** The JSON format's segments (as many as fit the limit), or the document itself if it has none. */
-function segmentsOf(ctx: IExecuteFunctions, i: number, job: Job, data: Buffer): { json: IDataObject; truncated: boolean } {
+function segmentsOf(
+	ctx: IExecuteFunctions,
+	i: number,
+	job: Job,
+	data: Buffer,
+): { json: IDataObject; truncated: boolean } {
 	let doc: unknown;
 	try {
 		doc = JSON.parse(data.toString('utf8'));
 	} catch {
-		throw new NodeOperationError(ctx.getNode(), `The JSON captions of job ${job.id} are not valid JSON`, { itemIndex: i, description: 'Choose Binary Files to get the file as the service sent it, or another format.' });
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`The JSON captions of job ${job.id} are not valid JSON`,
+			{
+				itemIndex: i,
+				description:
+					'Choose Binary Files to get the file as the service sent it, or another format.',
+			},
+		);
 	}
 	const segments = (doc as { segments?: unknown }).segments;
-	if (!Array.isArray(segments)) return { json: { caption_json: doc as IDataObject }, truncated: false };
+	if (!Array.isArray(segments))
+		return { json: { caption_json: doc as IDataObject }, truncated: false };
 	const kept: IDataObject[] = [];
 	let size = 0;
 	for (const segment of segments as IDataObject[]) {
 		size += JSON.stringify(segment).length;
-		if (size > captionLimits.textChars) return { json: { caption_segments: kept }, truncated: true };
+		if (size > captionLimits.textChars)
+			return { json: { caption_segments: kept }, truncated: true };
 		kept.push(segment);
 	}
 	return { json: { caption_segments: kept }, truncated: false };
@@ -103,8 +124,13 @@ function segmentsOf(ctx: IExecuteFunctions, i: number, job: Job, data: Buffer): 
 
 /** A file name from the job title: what the service uses as the download name, made safe for disks. */
 export function captionFileName(job: Job, format: CaptionFormat): string {
+	// Characters no disk accepts in a name, and control characters.
 	// eslint-disable-next-line no-control-regex
-	const base = (job.title || job.id).replace(/[\\/:*?"<>|\u0000-\u001f]+/g, '_').replace(/^[.\s]+|[.\s]+$/g, '').slice(0, 200);
+	const unsafe = /[\\/:*?"<>|\u0000-\u001f]+/g;
+	const base = (job.title || job.id)
+		.replace(unsafe, '_')
+		.replace(/^[.\s]+|[.\s]+$/g, '')
+		.slice(0, 200);
 	return `${base || job.id}.${format}`;
 }
 
@@ -144,10 +170,15 @@ export async function captionOutputs(
 	const captions = job.captions;
 	const missing = formats.find((format) => !captions[format]);
 	if (missing) {
-		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${missing} captions`, { itemIndex: i, description: `The service listed: ${Object.keys(captions).join(', ')}.` });
+		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} has no ${missing} captions`, {
+			itemIndex: i,
+			description: `The service listed: ${Object.keys(captions).join(', ')}.`,
+		});
 	}
 	// The formats download together, within the node run's places and the key's pace.
-	const settled = await Promise.allSettled(formats.map(async (format) => await downloadFile(ctx, captions[format], { itemIndex: i })));
+	const settled = await Promise.allSettled(
+		formats.map(async (format) => await downloadFile(ctx, captions[format], { itemIndex: i })),
+	);
 	const failed: CaptionFailure[] = [];
 	const files = new Map<CaptionFormat, Download>();
 	settled.forEach((result, n) => {
@@ -155,14 +186,21 @@ export async function captionOutputs(
 		else failed.push({ format: formats[n], error: result.reason as Error });
 	});
 	if (failed.length > 0 && !settle) throw failed[0].error;
-	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = { json: {}, failed };
+	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = {
+		json: {},
+		failed,
+	};
 	if (as !== 'json' && files.size > 0) {
 		out.binary = {};
 		for (const format of formats) {
 			const file = files.get(format);
 			if (!file) continue;
 			const name = formats.length === 1 ? field : `${field}_${format}`;
-			out.binary[name] = await ctx.helpers.prepareBinaryData(file.data, captionFileName(job, format), CAPTION_MIME_TYPES[format]);
+			out.binary[name] = await ctx.helpers.prepareBinaryData(
+				file.data,
+				captionFileName(job, format),
+				CAPTION_MIME_TYPES[format],
+			);
 		}
 	}
 	if (as !== 'binary') {

@@ -9,7 +9,11 @@ export const eventsField: INodeProperties = {
 	type: 'multiOptions',
 	required: true,
 	options: [
-		{ name: 'Job Cancelled', value: 'job.cancelled', description: 'The job was cancelled (unsupported language or media, deleted…) and refunded' },
+		{
+			name: 'Job Cancelled',
+			value: 'job.cancelled',
+			description: 'The job was cancelled (unsupported language or media, deleted…) and refunded',
+		},
 		{ name: 'Job Completed', value: 'job.completed', description: 'The captions are ready' },
 	],
 	default: ['job.completed', 'job.cancelled'],
@@ -22,7 +26,8 @@ export const attachCaptionsFields: INodeProperties[] = [
 		name: 'attachCaptions',
 		type: 'boolean',
 		default: false,
-		description: 'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
+		description:
+			'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
 	},
 	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
 	{ ...captionsAsField, displayOptions: { show: { attachCaptions: [true] } } },
@@ -34,6 +39,7 @@ export const attachCaptionsFields: INodeProperties[] = [
 		required: true,
 		displayOptions: { show: { attachCaptions: [true], captionsAs: ['binary', 'both'] } },
 		hint: 'The name of the output binary field to put the file in',
-		description: 'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
+		description:
+			'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
 	},
 ];

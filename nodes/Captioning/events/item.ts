@@ -10,20 +10,36 @@ import type { CaptionFormat, Job } from '../model/types';
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
-export function attachSettings(ctx: IExecuteFunctions): { formats: CaptionFormat[]; as: CaptionsAs; field: string } | undefined {
+export function attachSettings(
+	ctx: IExecuteFunctions,
+): { formats: CaptionFormat[]; as: CaptionsAs; field: string } | undefined {
 	if (!(ctx.getNodeParameter('attachCaptions', 0, false) as boolean)) return undefined;
 	const formats = ctx.getNodeParameter('formats', 0, []) as CaptionFormat[];
 	const as = captionsAsFor(ctx, 0);
 	const problem = captionsAsProblem(formats, as);
 	if (problem) throw new NodeOperationError(ctx.getNode(), `Attach Captions: ${problem}`);
-	return { formats, as, field: as === 'json' ? 'data' : (ctx.getNodeParameter('binaryPropertyName', 0, 'data') as string) };
+	return {
+		formats,
+		as,
+		field:
+			as === 'json' ? 'data' : (ctx.getNodeParameter('binaryPropertyName', 0, 'data') as string),
+	};
 }
 
 export type AttachSettings = ReturnType<typeof attachSettings>;
 
 /** The item a job event starts the workflow with: the job, what the event said of it, and whether it was read from the API. */
-export function jobEventItem(job: Job, event: { id: string | null; type: EventType; createdAt: string | null; verified: boolean }): INodeExecutionData {
-	const json: IDataObject = { ...structuredClone(job as unknown as IDataObject), event_id: event.id, event_type: event.type, event_created_at: event.createdAt, verified: event.verified };
+export function jobEventItem(
+	job: Job,
+	event: { id: string | null; type: EventType; createdAt: string | null; verified: boolean },
+): INodeExecutionData {
+	const json: IDataObject = {
+		...structuredClone(job as unknown as IDataObject),
+		event_id: event.id,
+		event_type: event.type,
+		event_created_at: event.createdAt,
+		verified: event.verified,
+	};
 	// A posted body (Verify Events off) is not read through the transport: its secrets are hidden here.
 	hideSecrets(json);
 	return { json };
@@ -31,7 +47,9 @@ export function jobEventItem(job: Job, event: { id: string | null; type: EventTy
 
 /** What `captions_error` says of formats that could not be downloaded: which, why, and what still can. */
 function captionsError(failed: Array<{ format: string; error: Error }>): string {
-	const causes = failed.map(({ format, error }) => `${format.toUpperCase()}: ${error.message}`).join('; ');
+	const causes = failed
+		.map(({ format, error }) => `${format.toUpperCase()}: ${error.message}`)
+		.join('; ');
 	return `The captions could not be downloaded (${causes}). The job is completed: Job → Get Captions can fetch them later.`;
 }
 
@@ -41,19 +59,33 @@ function captionsError(failed: Array<{ format: string; error: Error }>): string 
  * Retry. A download that finally fails does not fail the execution: the item carries
  * `captions_error` naming the formats and the cause (the event itself is not lost).
  */
-export async function withCaptions(ctx: IExecuteFunctions, items: INodeExecutionData[], attach: NonNullable<AttachSettings>): Promise<INodeExecutionData[]> {
+export async function withCaptions(
+	ctx: IExecuteFunctions,
+	items: INodeExecutionData[],
+	attach: NonNullable<AttachSettings>,
+): Promise<INodeExecutionData[]> {
 	return await Promise.all(
 		items.map(async (input, i): Promise<INodeExecutionData> => {
 			const item: INodeExecutionData = { json: { ...input.json }, pairedItem: { item: i } };
 			if (item.json.event_type !== 'job.completed') return item;
 			const job = input.json as unknown as Job;
 			try {
-				const { binary, json, failed } = await captionOutputs(ctx, i, job, attach.formats, attach.field, attach.as, true);
+				const { binary, json, failed } = await captionOutputs(
+					ctx,
+					i,
+					job,
+					attach.formats,
+					attach.field,
+					attach.as,
+					true,
+				);
 				Object.assign(item.json, json);
 				if (binary) item.binary = binary;
 				if (failed.length > 0) item.json.captions_error = captionsError(failed);
 			} catch (error) {
-				item.json.captions_error = captionsError([{ format: attach.formats.join(', '), error: error as Error }]);
+				item.json.captions_error = captionsError([
+					{ format: attach.formats.join(', '), error: error as Error },
+				]);
 			}
 			return item;
 		}),

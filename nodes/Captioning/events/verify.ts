@@ -8,7 +8,11 @@ import { destinationProblem, verificationProblem } from '../model/events';
 import type { Job } from '../model/types';
 
 /** Answers a webhook request with a status and a JSON body, telling n8n not to answer again. */
-export function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWebhookResponseData {
+export function respond(
+	ctx: IWebhookFunctions,
+	status: number,
+	body: IDataObject,
+): IWebhookResponseData {
 	ctx.getResponseObject().status(status).json(body);
 	return { noWebhookResponse: true };
 }
@@ -33,11 +37,18 @@ export function eventRead(result: Job | Error): EventRead {
  * claims (else 409), and, unless `statusOnly`, have been ordered with the URL this request came to
  * (else 403: another workflow's job, or one ordered in the dashboard).
  */
-export function backsUp(ctx: IWebhookFunctions, event: CaptioningEvent, read: EventRead, statusOnly = false): EventRead {
+export function backsUp(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+	read: EventRead,
+	statusOnly = false,
+): EventRead {
 	if ('error' in read) return read;
 	const { job } = read;
 	const mismatch = verificationProblem(event, job);
 	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
-	const elsewhere = statusOnly ? undefined : destinationProblem(job, ctx.getRequestObject().originalUrl);
+	const elsewhere = statusOnly
+		? undefined
+		: destinationProblem(job, ctx.getRequestObject().originalUrl);
 	return elsewhere ? { status: 403, error: `Event refused: ${elsewhere}.` } : { job };
 }

@@ -11,7 +11,8 @@ export const metadataKeyField: INodeProperties = {
 	type: 'string',
 	default: '',
 	placeholder: 'e.g. source',
-	description: 'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
+	description:
+		'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
 };
 
 export const metadataValueField: INodeProperties = {
@@ -37,9 +38,12 @@ export function metadataMatches(job: Job, filters: IDataObject): boolean {
 
 /** Whether the job's title contains the text (case-insensitive; empty: any job). */
 export function titleMatches(job: Job, filters: IDataObject): boolean {
-	const wanted = String(filters.titleContains ?? '').trim().toLowerCase();
+	const wanted = String(filters.titleContains ?? '')
+		.trim()
+		.toLowerCase();
 	return !wanted || (job.title ?? '').toLowerCase().includes(wanted);
 }
 
 /** Whether a filter is set that n8n applies while reading (the service does not). */
-export const filtersWhileReading = (filters: IDataObject) => Boolean(String(filters.metadataKey ?? '').trim() || String(filters.titleContains ?? '').trim());
+export const filtersWhileReading = (filters: IDataObject) =>
+	Boolean(String(filters.metadataKey ?? '').trim() || String(filters.titleContains ?? '').trim());

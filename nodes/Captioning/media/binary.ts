@@ -16,7 +16,8 @@ export const inputFileField: INodeProperties = {
 	required: true,
 	placeholder: 'e.g. data',
 	hint: 'The name of the input field containing the media file',
-	description: 'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
+	description:
+		'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
 };
 
 /** Read size for files from the binary store, measured by npm run bench: n8n's default 64 KiB halves throughput, and 1 MiB or more slows down in a process whose allocator has seen large buffers come and go. */
@@ -34,16 +35,24 @@ export interface InputFile {
 	open: () => Promise<FileBody>;
 }
 
-export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number, field: string): Promise<InputFile> {
+export async function readInputFile(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	field: string,
+): Promise<InputFile> {
 	const item = ctx.getInputData()[itemIndex];
 	const available = Object.keys(item.binary ?? {});
 	if (!item.binary?.[field]) {
-		throw new NodeOperationError(ctx.getNode(), `Input Data Field Name "${field}" holds no file in item ${itemIndex}`, {
-			itemIndex,
-			description: available.length
-				? `This item has files in: ${available.join(', ')}. Set Input Data Field Name to one of them.`
-				: 'This item has no binary data. Put a node that outputs a file (Google Drive, S3, Read Files From Disk, HTTP Request) before this one.',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`Input Data Field Name "${field}" holds no file in item ${itemIndex}`,
+			{
+				itemIndex,
+				description: available.length
+					? `This item has files in: ${available.join(', ')}. Set Input Data Field Name to one of them.`
+					: 'This item has no binary data. Put a node that outputs a file (Google Drive, S3, Read Files From Disk, HTTP Request) before this one.',
+			},
+		);
 	}
 	const binary: IBinaryData = ctx.helpers.assertBinaryData(itemIndex, field);
 	const fileName = binary.fileName ?? 'media';
@@ -52,16 +61,33 @@ export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number, f
 	if (binary.id) {
 		const id = binary.id;
 		const metadata = await ctx.helpers.getBinaryMetadata(id);
-		file = { fileName, mimeType, size: Number(metadata.fileSize), identity: id, binaryId: id, open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES) };
+		file = {
+			fileName,
+			mimeType,
+			size: Number(metadata.fileSize),
+			identity: id,
+			binaryId: id,
+			open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES),
+		};
 	} else {
 		const size = Buffer.byteLength(binary.data, BINARY_ENCODING);
-		file = { fileName, mimeType, size, identity: `${fileName}:${size}:${mimeType}`, open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field) };
+		file = {
+			fileName,
+			mimeType,
+			size,
+			identity: `${fileName}:${size}:${mimeType}`,
+			open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field),
+		};
 	}
 	if (file.size > MAX_UPLOAD_BYTES) {
-		throw new NodeOperationError(ctx.getNode(), `The file "${fileName}" is too large to upload (${file.size} bytes)`, {
-			itemIndex,
-			description: `The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`The file "${fileName}" is too large to upload (${file.size} bytes)`,
+			{
+				itemIndex,
+				description: `The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
+			},
+		);
 	}
 	return file;
 }

@@ -45,11 +45,16 @@ export function s3AccessOf(data: ICredentialDataDecryptedObject): S3Access | str
 		secretAccessKey: String(data.secretAccessKey ?? '').trim(),
 		sessionToken: String(data.sessionToken ?? '').trim() || undefined,
 		region: String(data.region ?? '').trim(),
-		endpoint: String(data.endpoint ?? '').trim().replace(/\/+$/, '') || undefined,
+		endpoint:
+			String(data.endpoint ?? '')
+				.trim()
+				.replace(/\/+$/, '') || undefined,
 		forcePathStyle: Boolean(data.forcePathStyle),
 	};
-	if (!access.accessKeyId || !access.secretAccessKey) return 'Access Key ID and Secret Access Key are both needed';
-	if (!/^[a-z0-9-]+$/.test(access.region)) return `Region "${access.region}" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)`;
+	if (!access.accessKeyId || !access.secretAccessKey)
+		return 'Access Key ID and Secret Access Key are both needed';
+	if (!/^[a-z0-9-]+$/.test(access.region))
+		return `Region "${access.region}" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)`;
 	if (access.endpoint) {
 		let url: URL | undefined;
 		try {
@@ -57,7 +62,8 @@ export function s3AccessOf(data: ICredentialDataDecryptedObject): S3Access | str
 		} catch {
 			url = undefined;
 		}
-		if (!url || !['http:', 'https:'].includes(url.protocol)) return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
+		if (!url || !['http:', 'https:'].includes(url.protocol))
+			return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
 	}
 	return access;
 }
@@ -66,18 +72,51 @@ export function s3AccessOf(data: ICredentialDataDecryptedObject): S3Access | str
 export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	const bucketField = String(ctx.getNodeParameter('s3Bucket', i, '') ?? '').trim();
 	const keyField = String(ctx.getNodeParameter('s3Key', i, '') ?? '');
-	const uri = keyField.trim().startsWith('s3://') ? keyField.trim() : bucketField.startsWith('s3://') ? bucketField : undefined;
+	const uri = keyField.trim().startsWith('s3://')
+		? keyField.trim()
+		: bucketField.startsWith('s3://')
+			? bucketField
+			: undefined;
 	if (uri) {
 		const parsed = parseS3Uri(uri);
-		if (!parsed) refuse(ctx, i, `"${uri}" is not an S3 object`, 'Write it as s3://bucket/key, e.g. s3://my-videos/lectures/intro.mp4, or fill Bucket Name and Object Key separately.');
+		if (!parsed)
+			refuse(
+				ctx,
+				i,
+				`"${uri}" is not an S3 object`,
+				'Write it as s3://bucket/key, e.g. s3://my-videos/lectures/intro.mp4, or fill Bucket Name and Object Key separately.',
+			);
 		return parsed;
 	}
-	if (!bucketField) refuse(ctx, i, 'Bucket Name is empty', 'Enter the bucket that holds the video (e.g. my-videos), or put a whole s3://bucket/key in Object Key.');
+	if (!bucketField)
+		refuse(
+			ctx,
+			i,
+			'Bucket Name is empty',
+			'Enter the bucket that holds the video (e.g. my-videos), or put a whole s3://bucket/key in Object Key.',
+		);
 	if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]{1,254}$/.test(bucketField)) {
-		refuse(ctx, i, `Bucket Name "${bucketField}" is not a bucket name`, 'A bucket name is 3-63 letters, digits, dots and hyphens (e.g. my-videos), without s3:// or slashes. Put the path inside the bucket into Object Key.');
+		refuse(
+			ctx,
+			i,
+			`Bucket Name "${bucketField}" is not a bucket name`,
+			'A bucket name is 3-63 letters, digits, dots and hyphens (e.g. my-videos), without s3:// or slashes. Put the path inside the bucket into Object Key.',
+		);
 	}
-	if (keyField === '') refuse(ctx, i, 'Object Key is empty', 'Enter the object\'s key, e.g. lectures/intro.mp4 (the Key field of the AWS S3 node\'s Get Many output).');
-	if (Buffer.byteLength(keyField, 'utf8') > 1024) refuse(ctx, i, 'Object Key is longer than 1024 bytes', 'S3 keys are at most 1024 bytes: check the expression that builds it.');
+	if (keyField === '')
+		refuse(
+			ctx,
+			i,
+			'Object Key is empty',
+			"Enter the object's key, e.g. lectures/intro.mp4 (the Key field of the AWS S3 node's Get Many output).",
+		);
+	if (Buffer.byteLength(keyField, 'utf8') > 1024)
+		refuse(
+			ctx,
+			i,
+			'Object Key is longer than 1024 bytes',
+			'S3 keys are at most 1024 bytes: check the expression that builds it.',
+		);
 	return { bucket: bucketField, key: keyField };
 }
 
@@ -89,8 +128,15 @@ function s3Error(body: unknown): { code: string; message: string } {
 }
 
 /** What an S3 error means and what to do, for an object or for the credential test. */
-export function explainS3(status: number, code: string, region: string, bucketRegion: string, what: string): string {
-	if (bucketRegion && bucketRegion !== region) return `${what} is in region ${bucketRegion}, but the credential says ${region}: set Region to ${bucketRegion} in the Captioning S3 Media credential.`;
+export function explainS3(
+	status: number,
+	code: string,
+	region: string,
+	bucketRegion: string,
+	what: string,
+): string {
+	if (bucketRegion && bucketRegion !== region)
+		return `${what} is in region ${bucketRegion}, but the credential says ${region}: set Region to ${bucketRegion} in the Captioning S3 Media credential.`;
 	switch (code) {
 		case 'InvalidAccessKeyId':
 			return 'The Access Key ID is not known to this store: copy it again (and check Custom Endpoint: a key of one store is unknown to another).';
@@ -113,9 +159,12 @@ export function explainS3(status: number, code: string, region: string, bucketRe
 		default:
 			break;
 	}
-	if (status === 403) return `The store refused to let this credential read ${what} (403): wrong Secret Access Key, or no s3:GetObject permission on it.`;
-	if (status === 404) return `${what} does not exist: check Bucket Name and Object Key (keys are case-sensitive).`;
-	if (status === 301 || status === 307) return `${what} is not served at this endpoint${bucketRegion ? ` (its region is ${bucketRegion})` : ''}: check Region and Custom Endpoint in the credential.`;
+	if (status === 403)
+		return `The store refused to let this credential read ${what} (403): wrong Secret Access Key, or no s3:GetObject permission on it.`;
+	if (status === 404)
+		return `${what} does not exist: check Bucket Name and Object Key (keys are case-sensitive).`;
+	if (status === 301 || status === 307)
+		return `${what} is not served at this endpoint${bucketRegion ? ` (its region is ${bucketRegion})` : ''}: check Region and Custom Endpoint in the credential.`;
 	return `The store answered ${status}${code ? ` ${code}` : ''}. Check the credential's Region and Custom Endpoint.`;
 }
 
@@ -134,7 +183,16 @@ async function s3Request(
 		const headers = signedHeaders(access, method, url, new Date());
 		let result: IN8nHttpFullResponse | { networkCode: string };
 		try {
-			result = await send({ method, url, headers, returnFullResponse: true, ignoreHttpStatusErrors: true, disableFollowRedirect: true, encoding: 'text', timeout: 30000 });
+			result = await send({
+				method,
+				url,
+				headers,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				disableFollowRedirect: true,
+				encoding: 'text',
+				timeout: 30000,
+			});
 			if (result.statusCode < 500) return result;
 		} catch (error) {
 			result = { networkCode: networkCode(error) };
@@ -162,63 +220,131 @@ function origin(access: S3Access): string {
  * One HEAD of the object: it exists, this credential may read it, and it is within the service's
  * limit. Any problem is an error naming bucket and key, before anything is ordered.
  */
-export async function checkS3Object(ctx: IExecuteFunctions, i: number, object: S3Object): Promise<CheckedObject & { access: S3Access }> {
+export async function checkS3Object(
+	ctx: IExecuteFunctions,
+	i: number,
+	object: S3Object,
+): Promise<CheckedObject & { access: S3Access }> {
 	const access = s3AccessOf(await ctx.getCredentials(S3_CREDENTIAL, i));
-	if (typeof access === 'string') refuse(ctx, i, `The Captioning S3 Media credential is not usable: ${access}`, 'Fix it in the credential, then run again.');
+	if (typeof access === 'string')
+		refuse(
+			ctx,
+			i,
+			`The Captioning S3 Media credential is not usable: ${access}`,
+			'Fix it in the credential, then run again.',
+		);
 	const name = `S3 object s3://${object.bucket}/${object.key}`;
 	const url = objectUrl(access, object);
-	const response = await s3Request(async (options) => (await ctx.helpers.httpRequest(options)) as IN8nHttpFullResponse, access, 'HEAD', url);
+	const response = await s3Request(
+		async (options) => (await ctx.helpers.httpRequest(options)) as IN8nHttpFullResponse,
+		access,
+		'HEAD',
+		url,
+	);
 	if ('networkCode' in response) {
 		const code = response.networkCode;
-		refuse(ctx, i, `Could not reach the S3 store at ${origin(access)} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`, `Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`);
+		refuse(
+			ctx,
+			i,
+			`Could not reach the S3 store at ${origin(access)} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
+			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
+		);
 	}
 	const status = response.statusCode;
 	if (status !== 200) {
 		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
-		const code = header(response, 'x-amz-error-code') || s3Error(response.body).code || (status === 404 ? 'NoSuchKey' : '');
-		refuse(ctx, i, `${name} cannot be read (${status}${code ? ` ${code}` : ''})`, `${explainS3(status, code, access.region, header(response, 'x-amz-bucket-region'), name)} Nothing was ordered.`);
+		const code =
+			header(response, 'x-amz-error-code') ||
+			s3Error(response.body).code ||
+			(status === 404 ? 'NoSuchKey' : '');
+		refuse(
+			ctx,
+			i,
+			`${name} cannot be read (${status}${code ? ` ${code}` : ''})`,
+			`${explainS3(status, code, access.region, header(response, 'x-amz-bucket-region'), name)} Nothing was ordered.`,
+		);
 	}
 	const size = Number(header(response, 'content-length'));
 	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES) {
-		refuse(ctx, i, `${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`, 'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.');
+		refuse(
+			ctx,
+			i,
+			`${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`,
+			'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.',
+		);
 	}
-	if (size === 0) refuse(ctx, i, `${name} is empty (0 bytes)`, 'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.');
+	if (size === 0)
+		refuse(
+			ctx,
+			i,
+			`${name} is empty (0 bytes)`,
+			'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.',
+		);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
-	const version = versionId ? `version ${versionId}` : `etag ${header(response, 'etag').replace(/"/g, '')}`;
+	const version = versionId
+		? `version ${versionId}`
+		: `etag ${header(response, 'etag').replace(/"/g, '')}`;
 	// A versioned bucket: the link names the version checked, so the service fetches what was checked.
 	const checked: S3Object = versionId && !object.versionId ? { ...object, versionId } : object;
 	return { access, object: checked, url, size, version };
 }
 
 /** The credential test: lists one object of Bucket to Test, or the buckets; each failure says its fix. */
-export async function testS3Credential(this: ICredentialTestFunctions, credential: ICredentialsDecrypted): Promise<INodeCredentialTestResult> {
+export async function testS3Credential(
+	this: ICredentialTestFunctions,
+	credential: ICredentialsDecrypted,
+): Promise<INodeCredentialTestResult> {
 	const data = credential.data ?? {};
 	const access = s3AccessOf(data);
 	if (typeof access === 'string') return { status: 'Error', message: access };
 	const bucket = String(data.testBucket ?? '').trim();
 	// A listing under a prefix no one uses: the same checks (key, secret, region, s3:ListBucket), no object names read.
-	const url = bucket ? `${bucketUrl(access, bucket)}?list-type=2&max-keys=1&prefix=n8n-credential-test` : serviceUrl(access);
+	const url = bucket
+		? `${bucketUrl(access, bucket)}?list-type=2&max-keys=1&prefix=n8n-credential-test`
+		: serviceUrl(access);
 	const what = bucket ? `bucket ${bucket}` : 'the bucket list';
 	const response = await s3Request(
 		async (options) => {
 			// A credential test gets one helper from n8n, the deprecated `request`, which n8n's
 			// verification scanner refuses in a community node: so Node's own fetch (no redirects).
-			const res = await fetch(options.url, { method: options.method, headers: options.headers as Record<string, string>, redirect: 'manual', signal: AbortSignal.timeout(30000) });
-			return { statusCode: res.status, headers: Object.fromEntries(res.headers.entries()), body: await res.text() };
+			const res = await fetch(options.url, {
+				method: options.method,
+				headers: options.headers as Record<string, string>,
+				redirect: 'manual',
+				signal: AbortSignal.timeout(30000),
+			});
+			return {
+				statusCode: res.status,
+				headers: Object.fromEntries(res.headers.entries()),
+				body: await res.text(),
+			};
 		},
 		access,
 		'GET',
 		url,
 	);
 	if ('networkCode' in response) {
-		return { status: 'Error', message: `Could not reach the S3 store at ${origin(access)} (${response.networkCode}): check Custom Endpoint (empty for AWS) and Region` };
+		return {
+			status: 'Error',
+			message: `Could not reach the S3 store at ${origin(access)} (${response.networkCode}): check Custom Endpoint (empty for AWS) and Region`,
+		};
 	}
-	if (response.statusCode === 200) return { status: 'OK', message: 'Connection tested successfully' };
+	if (response.statusCode === 200)
+		return { status: 'OK', message: 'Connection tested successfully' };
 	const { code, message } = s3Error(response.body);
-	const bucketRegion = header(response, 'x-amz-bucket-region') || (message.match(/expecting '([a-z0-9-]+)'/)?.[1] ?? '');
+	const bucketRegion =
+		header(response, 'x-amz-bucket-region') ||
+		(message.match(/expecting '([a-z0-9-]+)'/)?.[1] ?? '');
 	if (code === 'AccessDenied' && !bucket) {
-		return { status: 'Error', message: 'The key and secret are right, but this credential may not list buckets (s3:ListAllMyBuckets). Enter a Bucket to Test that it may read, and test again.' };
+		return {
+			status: 'Error',
+			message:
+				'The key and secret are right, but this credential may not list buckets (s3:ListAllMyBuckets). Enter a Bucket to Test that it may read, and test again.',
+		};
 	}
-	return { status: 'Error', message: `${explainS3(response.statusCode, code, access.region, bucketRegion, what)} (${response.statusCode}${code ? ` ${code}` : ''})` };
+	return {
+		status: 'Error',
+		message: `${explainS3(response.statusCode, code, access.region, bucketRegion, what)} (${response.statusCode}${code ? ` ${code}` : ''})`,
+	};
 }

@@ -16,17 +16,29 @@ export interface CaptioningEvent {
 }
 
 /** The status a job has when its event is sent, and the event a final status sends. */
-export const STATUS_OF: Record<EventType, Job['status']> = { 'job.completed': 'completed', 'job.cancelled': 'cancelled' };
+export const STATUS_OF: Record<EventType, Job['status']> = {
+	'job.completed': 'completed',
+	'job.cancelled': 'cancelled',
+};
 
 /** The reason a body is not an Event of interface part 6, or undefined when it is one. */
 export function eventProblem(body: unknown): string | undefined {
-	if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is not a JSON object';
+	if (typeof body !== 'object' || body === null || Array.isArray(body))
+		return 'the body is not a JSON object';
 	const e = body as IDataObject;
-	if (typeof e.id !== 'string' || !/^evt_/.test(e.id)) return 'id must be an event id starting with evt_';
+	if (typeof e.id !== 'string' || !/^evt_/.test(e.id))
+		return 'id must be an event id starting with evt_';
 	if (e.object !== 'event') return 'object must be "event"';
-	if (!EVENT_TYPES.includes(e.type as EventType)) return `type must be one of ${EVENT_TYPES.join(', ')}`;
+	if (!EVENT_TYPES.includes(e.type as EventType))
+		return `type must be one of ${EVENT_TYPES.join(', ')}`;
 	const data = e.data as IDataObject | undefined;
-	if (typeof data !== 'object' || data === null || data.object !== 'job' || typeof data.id !== 'string' || data.id === '') {
+	if (
+		typeof data !== 'object' ||
+		data === null ||
+		data.object !== 'job' ||
+		typeof data.id !== 'string' ||
+		data.id === ''
+	) {
 		return 'data must be the job (an object with object "job" and its id)';
 	}
 	return undefined;
@@ -40,7 +52,9 @@ export function verificationProblem(event: CaptioningEvent, job: Job): string | 
 	return undefined;
 }
 
-export const EVENT_OF_STATUS = Object.fromEntries(EVENT_TYPES.map((type) => [STATUS_OF[type], type])) as Partial<Record<Job['status'], EventType>>;
+export const EVENT_OF_STATUS = Object.fromEntries(
+	EVENT_TYPES.map((type) => [STATUS_OF[type], type]),
+) as Partial<Record<Job['status'], EventType>>;
 
 /** Completed or cancelled: a final job stays so. */
 export const isFinal = (job: Job) => job.status === 'completed' || job.status === 'cancelled';

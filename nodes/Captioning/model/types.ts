@@ -3,7 +3,9 @@
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 /** A file's bytes as n8n hands them out: a stream from the binary store, or a buffer. */
-export type FileBody = Buffer | Awaited<ReturnType<IExecuteFunctions['helpers']['getBinaryStream']>>;
+export type FileBody =
+	| Buffer
+	| Awaited<ReturnType<IExecuteFunctions['helpers']['getBinaryStream']>>;
 
 export const CAPTION_FORMATS = ['srt', 'vtt', 'txt', 'docx', 'json'] as const;
 export type CaptionFormat = (typeof CAPTION_FORMATS)[number];
@@ -45,7 +47,12 @@ export interface Job {
 	progress: number | null;
 	eta: string | null;
 	title: string;
-	media: { type: 'url' | 'upload'; url: string | null; upload_id: string | null; duration_seconds: number };
+	media: {
+		type: 'url' | 'upload';
+		url: string | null;
+		upload_id: string | null;
+		duration_seconds: number;
+	};
 	language: string | null;
 	options: Record<string, unknown>;
 	cost: { amount: string; currency: 'usd' } | null;
@@ -69,7 +76,12 @@ export interface Account {
 	object: 'account';
 	workspace: { id: string; name: string };
 	key: { id: string; name: string; access: 'full' | 'read_only' };
-	billing: { mode: 'prepaid' | 'invoiced' | null; balance: string | null; currency: 'usd'; rate_per_minute: string | null };
+	billing: {
+		mode: 'prepaid' | 'invoiced' | null;
+		balance: string | null;
+		currency: 'usd';
+		rate_per_minute: string | null;
+	};
 }
 
 export interface JobList {

@@ -21,9 +21,20 @@ function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string
 	} catch {
 		parsed = undefined;
 	}
-	if (!url) refuse(ctx, i, 'Media URL is empty', 'Enter the public http(s) URL of a video or audio file (or a video-sharing link), or choose another Source.');
+	if (!url)
+		refuse(
+			ctx,
+			i,
+			'Media URL is empty',
+			'Enter the public http(s) URL of a video or audio file (or a video-sharing link), or choose another Source.',
+		);
 	if (!parsed || !['http:', 'https:'].includes(parsed.protocol)) {
-		refuse(ctx, i, `Media URL "${url}" is not an http(s) URL`, 'The service downloads the media itself, so it needs a public http:// or https:// URL. For a file in n8n, set Source to Binary File.');
+		refuse(
+			ctx,
+			i,
+			`Media URL "${url}" is not an http(s) URL`,
+			'The service downloads the media itself, so it needs a public http:// or https:// URL. For a file in n8n, set Source to Binary File.',
+		);
 	}
 	return url;
 }
@@ -31,13 +42,29 @@ function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string
 function checkWebhookUrl(ctx: IExecuteFunctions, i: number, value: string): string {
 	const url = value.trim();
 	if (!/^https:\/\//.test(url)) {
-		refuse(ctx, i, `Webhook URL "${url}" does not start with https://`, 'The service delivers events only to public HTTPS URLs. Use the Production URL of a Captioning Trigger on an n8n reachable over HTTPS, or leave Webhook URL empty.');
+		refuse(
+			ctx,
+			i,
+			`Webhook URL "${url}" does not start with https://`,
+			'The service delivers events only to public HTTPS URLs. Use the Production URL of a Captioning Trigger on an n8n reachable over HTTPS, or leave Webhook URL empty.',
+		);
 	}
-	if (url.length > 2048) refuse(ctx, i, `Webhook URL is ${url.length} characters long`, 'The service accepts webhook URLs of at most 2048 characters. Use a shorter URL.');
+	if (url.length > 2048)
+		refuse(
+			ctx,
+			i,
+			`Webhook URL is ${url.length} characters long`,
+			'The service accepts webhook URLs of at most 2048 characters. Use a shorter URL.',
+		);
 	try {
 		new URL(url);
 	} catch {
-		refuse(ctx, i, `Webhook URL "${url}" is not a valid URL`, 'Enter a full https:// URL, e.g. the Production URL of a Captioning Trigger.');
+		refuse(
+			ctx,
+			i,
+			`Webhook URL "${url}" is not a valid URL`,
+			'Enter a full https:// URL, e.g. the Production URL of a Captioning Trigger.',
+		);
 	}
 	return url;
 }
@@ -48,7 +75,11 @@ function stringList(value: unknown): string[] {
 	return [];
 }
 
-function buildRedactions(ctx: IExecuteFunctions, i: number, r: IDataObject): Redactions | undefined {
+function buildRedactions(
+	ctx: IExecuteFunctions,
+	i: number,
+	r: IDataObject,
+): Redactions | undefined {
 	const out: Redactions = {};
 	for (const key of ['pii', 'names', 'organizations'] as const) {
 		if (r[key] !== undefined) out[key] = Boolean(r[key]);
@@ -56,23 +87,63 @@ function buildRedactions(ctx: IExecuteFunctions, i: number, r: IDataObject): Red
 	if (r.terms !== undefined) {
 		const terms = stringList(r.terms);
 		terms.forEach((term, n) => {
-			if (term.trim() === '') refuse(ctx, i, `Redaction term ${n + 1} is blank`, 'Each redaction term must be a nonblank single line. Remove the empty term or fill it in.');
-			if (MULTI_LINE.test(term)) refuse(ctx, i, `Redaction term ${n + 1} spans several lines`, 'Each redaction term must be a single line: add one term per line break as separate terms.');
+			if (term.trim() === '')
+				refuse(
+					ctx,
+					i,
+					`Redaction term ${n + 1} is blank`,
+					'Each redaction term must be a nonblank single line. Remove the empty term or fill it in.',
+				);
+			if (MULTI_LINE.test(term))
+				refuse(
+					ctx,
+					i,
+					`Redaction term ${n + 1} spans several lines`,
+					'Each redaction term must be a single line: add one term per line break as separate terms.',
+				);
 		});
-		if (terms.length > 200) refuse(ctx, i, `Redactions has ${terms.length} terms`, 'The service accepts at most 200 redaction terms. Remove some, or redact by category (PII, Names, Organizations).');
+		if (terms.length > 200)
+			refuse(
+				ctx,
+				i,
+				`Redactions has ${terms.length} terms`,
+				'The service accepts at most 200 redaction terms. Remove some, or redact by category (PII, Names, Organizations).',
+			);
 		out.terms = terms;
 	}
 	if (r.replacement !== undefined) out.replacement = r.replacement as Redactions['replacement'];
 	const custom = r.customReplacement as string | undefined;
 	if (out.replacement === 'custom_string') {
 		if (custom === undefined || custom.trim() === '') {
-			refuse(ctx, i, 'Custom Replacement is missing', 'With Replacement set to Custom String, add Custom Replacement: the text (1-120 characters, one line) that replaces each redaction.');
+			refuse(
+				ctx,
+				i,
+				'Custom Replacement is missing',
+				'With Replacement set to Custom String, add Custom Replacement: the text (1-120 characters, one line) that replaces each redaction.',
+			);
 		}
-		if (MULTI_LINE.test(custom)) refuse(ctx, i, 'Custom Replacement spans several lines', 'Custom Replacement must be a single line of 1-120 characters.');
-		if (custom.length > 120) refuse(ctx, i, `Custom Replacement is ${custom.length} characters long`, 'Custom Replacement must be 1-120 characters. Shorten it.');
+		if (MULTI_LINE.test(custom))
+			refuse(
+				ctx,
+				i,
+				'Custom Replacement spans several lines',
+				'Custom Replacement must be a single line of 1-120 characters.',
+			);
+		if (custom.length > 120)
+			refuse(
+				ctx,
+				i,
+				`Custom Replacement is ${custom.length} characters long`,
+				'Custom Replacement must be 1-120 characters. Shorten it.',
+			);
 		out.custom_replacement = custom;
 	} else if (custom !== undefined && custom !== '') {
-		refuse(ctx, i, 'Custom Replacement is set but Replacement is not Custom String', 'Set Replacement to Custom String to use it, or remove Custom Replacement.');
+		refuse(
+			ctx,
+			i,
+			'Custom Replacement is set but Replacement is not Custom String',
+			'Set Replacement to Custom String to use it, or remove Custom Replacement.',
+		);
 	}
 	return Object.keys(out).length ? out : undefined;
 }
@@ -86,34 +157,54 @@ export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBod
 	if (options.style !== undefined) body.style = options.style as CreateJobBody['style'];
 	if (options.model !== undefined) body.model = options.model as CreateJobBody['model'];
 	if (options.speakerLabels !== undefined) body.speaker_labels = Boolean(options.speakerLabels);
-	if (options.speakerLabelStyle !== undefined) body.speaker_label_style = options.speakerLabelStyle as CreateJobBody['speaker_label_style'];
+	if (options.speakerLabelStyle !== undefined)
+		body.speaker_label_style = options.speakerLabelStyle as CreateJobBody['speaker_label_style'];
 	if (options.atmospherics !== undefined) body.atmospherics = Boolean(options.atmospherics);
-	if (options.profanity !== undefined) body.profanity = options.profanity as CreateJobBody['profanity'];
-	if (options.glossary !== undefined) body.glossary = stringList(options.glossary).filter((t) => t.trim() !== '');
+	if (options.profanity !== undefined)
+		body.profanity = options.profanity as CreateJobBody['profanity'];
+	if (options.glossary !== undefined)
+		body.glossary = stringList(options.glossary).filter((t) => t.trim() !== '');
 	if (typeof options.webhookUrl === 'string' && options.webhookUrl.trim() !== '') {
 		body.webhook_url = checkWebhookUrl(ctx, i, options.webhookUrl);
 	}
-	const pairs = ((options.metadata as IDataObject | undefined)?.pair as IDataObject[] | undefined) ?? [];
+	const pairs =
+		((options.metadata as IDataObject | undefined)?.pair as IDataObject[] | undefined) ?? [];
 	if (pairs.length) {
 		body.metadata = {};
 		pairs.forEach((pair, n) => {
 			const key = String(pair.key ?? '');
-			if (key === '') refuse(ctx, i, `Metadata pair ${n + 1} has no key`, 'Give each metadata pair a key (1-40 characters), or remove the pair.');
+			if (key === '')
+				refuse(
+					ctx,
+					i,
+					`Metadata pair ${n + 1} has no key`,
+					'Give each metadata pair a key (1-40 characters), or remove the pair.',
+				);
 			body.metadata![key] = String(pair.value ?? '');
 		});
 	}
-	const redactions = buildRedactions(ctx, i, ctx.getNodeParameter('redactions', i, {}) as IDataObject);
+	const redactions = buildRedactions(
+		ctx,
+		i,
+		ctx.getNodeParameter('redactions', i, {}) as IDataObject,
+	);
 	if (redactions) body.redactions = redactions;
 	return body;
 }
 
 /** Adds the source from the node's fields (a URL or an upload id; a binary source is uploaded, an S3 Object signed, by the caller). */
 export function sourceFields(ctx: IExecuteFunctions, i: number, source: JobSource): CreateJobBody {
-	if (source === 'url') return { media_url: checkMediaUrl(ctx, i, ctx.getNodeParameter('mediaUrl', i, '') as string) };
+	if (source === 'url')
+		return { media_url: checkMediaUrl(ctx, i, ctx.getNodeParameter('mediaUrl', i, '') as string) };
 	if (source === 'upload') {
 		const id = (ctx.getNodeParameter('uploadId', i, '') as string).trim();
 		if (!UUID.test(id)) {
-			refuse(ctx, i, id ? `Upload ID "${id}" is not an upload id` : 'Upload ID is empty', 'Use the ID output by Upload → Create (a UUID), or choose another Source.');
+			refuse(
+				ctx,
+				i,
+				id ? `Upload ID "${id}" is not an upload id` : 'Upload ID is empty',
+				'Use the ID output by Upload → Create (a UUID), or choose another Source.',
+			);
 		}
 		return { upload_id: id };
 	}
@@ -125,10 +216,21 @@ export function checkBodySize(ctx: IExecuteFunctions, i: number, body: CreateJob
 	const size = Buffer.byteLength(JSON.stringify(body), 'utf8');
 	if (size > MAX_JSON_BODY) {
 		const parts = (['glossary', 'metadata', 'redactions'] as const)
-			.map((k) => [k, body[k] === undefined ? 0 : Buffer.byteLength(JSON.stringify(body[k]), 'utf8')] as const)
+			.map(
+				(k) =>
+					[
+						k,
+						body[k] === undefined ? 0 : Buffer.byteLength(JSON.stringify(body[k]), 'utf8'),
+					] as const,
+			)
 			.filter(([, n]) => n > 0)
 			.map(([k, n]) => `${k} ${n} bytes`)
 			.join(', ');
-		refuse(ctx, i, `The order is ${size} bytes of JSON, over the service's 64 KiB limit`, `Shorten the largest parts (${parts}) so the whole order stays under 65536 bytes.`);
+		refuse(
+			ctx,
+			i,
+			`The order is ${size} bytes of JSON, over the service's 64 KiB limit`,
+			`Shorten the largest parts (${parts}) so the whole order stays under 65536 bytes.`,
+		);
 	}
 }

@@ -15,8 +15,6 @@ import { Remembered } from './remembered';
 /** How far back a lookup of an earlier order reads the job list (pages of 100, newest first). */
 export const LOOKUP_PAGES = 10;
 
-
-
 /** An item's order, checked and ready: nothing has been sent yet. */
 export interface Order {
 	body: CreateJobBody;
@@ -58,7 +56,9 @@ export class OrderDesk {
 				previous.then(async ({ more }) => {
 					if (!more) return { jobs: [], more: false };
 					const next = await reader.next();
-					return next.done ? { jobs: [], more: false } : { jobs: next.value, more: next.value.length > 0 };
+					return next.done
+						? { jobs: [], more: false }
+						: { jobs: next.value, more: next.value.length > 0 };
 				}),
 			);
 		}
@@ -110,11 +110,30 @@ export function sameOrder(job: Job, body: CreateJobBody): boolean {
 	if (body.title !== undefined && job.title !== body.title) return false;
 	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
 	const options = (job.options ?? {}) as IDataObject;
-	const fields = ['style', 'model', 'speaker_labels', 'speaker_label_style', 'atmospherics', 'profanity', 'glossary', 'webhook_url'] as const;
+	const fields = [
+		'style',
+		'model',
+		'speaker_labels',
+		'speaker_label_style',
+		'atmospherics',
+		'profanity',
+		'glossary',
+		'webhook_url',
+	] as const;
 	// Jobs come back with a Webhook URL's token masked: compared masked.
-	const sent = { ...body, webhook_url: body.webhook_url === undefined ? undefined : withoutToken(body.webhook_url) };
-	if (fields.some((f) => sent[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(sent[f]))) return false;
+	const sent = {
+		...body,
+		webhook_url: body.webhook_url === undefined ? undefined : withoutToken(body.webhook_url),
+	};
+	if (
+		fields.some(
+			(f) => sent[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(sent[f]),
+		)
+	)
+		return false;
 	if (body.redactions === undefined) return true;
 	const redactions = (options.redactions ?? {}) as IDataObject;
-	return Object.entries(body.redactions).every(([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v));
+	return Object.entries(body.redactions).every(
+		([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v),
+	);
 }

@@ -60,10 +60,16 @@ export function automaticKey(fingerprint: string): string {
 
 export function checkCustomKey(ctx: IExecuteFunctions, itemIndex: number, key: string): string {
 	if (!KEY_RULE.test(key)) {
-		const problem = key.length === 0 ? 'is empty' : key.length > 255 ? `is ${key.length} characters long` : 'contains spaces or characters outside printable ASCII';
+		const problem =
+			key.length === 0
+				? 'is empty'
+				: key.length > 255
+					? `is ${key.length} characters long`
+					: 'contains spaces or characters outside printable ASCII';
 		throw new NodeOperationError(ctx.getNode(), `Idempotency Key ${problem}`, {
 			itemIndex,
-			description: 'The service accepts 1-255 printable ASCII characters without spaces (e.g. a Drive file id). Fix the key, or set Idempotency to Automatic.',
+			description:
+				'The service accepts 1-255 printable ASCII characters without spaces (e.g. a Drive file id). Fix the key, or set Idempotency to Automatic.',
 		});
 	}
 	return key;

@@ -17,8 +17,22 @@ import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
-import { LOOKUP_PAGES, type Order, type OrderDesk, type Placed, sameOrder, withoutWebhookUrl } from './desk';
-import { automaticKey, canonicalJson, ORDER_TAG, orderFingerprint, orderIdentity, orderTag } from './keys';
+import {
+	LOOKUP_PAGES,
+	type Order,
+	type OrderDesk,
+	type Placed,
+	sameOrder,
+	withoutWebhookUrl,
+} from './desk';
+import {
+	automaticKey,
+	canonicalJson,
+	ORDER_TAG,
+	orderFingerprint,
+	orderIdentity,
+	orderTag,
+} from './keys';
 
 const HOUR = 3600 * 1000;
 
@@ -74,7 +88,11 @@ function s3Identity(order: Order): string {
 }
 
 /** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
-function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key?: string; identity: string } {
+function keyOf(
+	ctx: IExecuteFunctions,
+	order: Order,
+	sha?: string,
+): { key?: string; identity: string } {
 	if (order.idempotency === 'none') return { identity: '' };
 	const identity = order.s3 ? s3Identity(order) : orderIdentity(sameOrderBody(order), sha);
 	if (order.idempotency === 'custom') return { key: order.customKey, identity };
@@ -88,7 +106,12 @@ function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key?: stri
  * may have been (hash first, then look for its upload). Only a file with a binary-store id is known
  * by that id within the execution; others are hashed (two files may share a name and size).
  */
-async function readFile(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk): Promise<{ sha: string; uploadId?: string }> {
+async function readFile(
+	ctx: IExecuteFunctions,
+	i: number,
+	file: InputFile,
+	desk: OrderDesk,
+): Promise<{ sha: string; uploadId?: string }> {
 	const digests = digestsOf(ctx);
 	if (file.binaryId && digests[file.binaryId]) return { sha: digests[file.binaryId] };
 	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
@@ -104,9 +127,18 @@ async function readFile(ctx: IExecuteFunctions, i: number, file: InputFile, desk
  * order of this key and these bytes used (found by its tag among the newest jobs: a repeat sends the
  * same body and is replayed), or a new upload.
  */
-async function uploadFor(ctx: IExecuteFunctions, i: number, file: InputFile, desk: OrderDesk, mark: string, tag: string, fresh?: string): Promise<string> {
+async function uploadFor(
+	ctx: IExecuteFunctions,
+	i: number,
+	file: InputFile,
+	desk: OrderDesk,
+	mark: string,
+	tag: string,
+	fresh?: string,
+): Promise<string> {
 	const uploads = uploadsOf(ctx);
-	uploads[mark] ??= fresh ?? (await desk.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
+	uploads[mark] ??=
+		fresh ?? (await desk.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
 	return uploads[mark];
 }
 
@@ -118,7 +150,13 @@ function tagged(body: CreateJobBody, tag: string): CreateJobBody['metadata'] {
 
 /** Whether the earlier job is this order: its media (a file by its tag) and its options, the Webhook URL aside. */
 function isThisOrder(job: Job, order: Order, body: CreateJobBody): boolean {
-	const media = order.s3 ? job.media?.url === order.s3.checked!.url : order.file ? true : body.upload_id !== undefined ? job.media?.upload_id === body.upload_id : job.media?.url === body.media_url;
+	const media = order.s3
+		? job.media?.url === order.s3.checked!.url
+		: order.file
+			? true
+			: body.upload_id !== undefined
+				? job.media?.upload_id === body.upload_id
+				: job.media?.url === body.media_url;
 	return media && sameOrder(job, withoutWebhookUrl(body));
 }
 
@@ -126,7 +164,12 @@ function isThisOrder(job: Job, order: Order, body: CreateJobBody): boolean {
  * Sends the order. With a key, every repeat is replayed by the service; without one, a Retry On
  * Fail (or the execution's Retry) reads back the job this execution already ordered.
  */
-export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order, desk: OrderDesk): Promise<Placed> {
+export async function placeOrder(
+	ctx: IExecuteFunctions,
+	i: number,
+	order: Order,
+	desk: OrderDesk,
+): Promise<Placed> {
 	const body = { ...order.body };
 	const file = order.file;
 	if (order.idempotency === 'none') {
@@ -160,30 +203,55 @@ export async function placeOrder(ctx: IExecuteFunctions, i: number, order: Order
 			// Webhook order's events go to the execution that ordered it: this one waits another way.
 			const earlier = await desk.findTagged(tag);
 			if (earlier && isThisOrder(earlier, order, body)) {
-				return { job: earlier, replayed: true, elsewhere: order.wait === 'webhook' && earlier.options?.webhook_url !== withoutToken(body.webhook_url ?? '') };
+				return {
+					job: earlier,
+					replayed: true,
+					elsewhere:
+						order.wait === 'webhook' &&
+						earlier.options?.webhook_url !== withoutToken(body.webhook_url ?? ''),
+				};
 			}
 			throw explainConflict(error, order);
 		}
 	});
 }
 
-async function post(ctx: IExecuteFunctions, i: number, body: CreateJobBody, key: string): Promise<Placed> {
-	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, idempotencyKey: key, itemIndex: i });
+async function post(
+	ctx: IExecuteFunctions,
+	i: number,
+	body: CreateJobBody,
+	key: string,
+): Promise<Placed> {
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+		body: body as IDataObject,
+		idempotencyKey: key,
+		itemIndex: i,
+	});
 	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 }
 
-async function placeWithoutKey(ctx: IExecuteFunctions, i: number, body: CreateJobBody): Promise<Placed> {
+async function placeWithoutKey(
+	ctx: IExecuteFunctions,
+	i: number,
+	body: CreateJobBody,
+): Promise<Placed> {
 	const context = ctx.getContext('node') as IDataObject;
 	const orders = (context.captioningOrders ??= {}) as Record<string, string>;
 	const mark = `${i}:${canonicalJson(body)}`;
-	if (orders[mark]) return { job: await readJob(ctx, orders[mark], { itemIndex: i }), replayed: true };
-	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', { body: body as IDataObject, itemIndex: i });
+	if (orders[mark])
+		return { job: await readJob(ctx, orders[mark], { itemIndex: i }), replayed: true };
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+		body: body as IDataObject,
+		itemIndex: i,
+	});
 	orders[mark] = response.body.id;
 	return { job: response.body, replayed: false };
 }
 
 function isConflict(error: unknown): error is NodeApiError {
-	return error instanceof NodeApiError && (error.context as IDataObject).code === 'idempotency_conflict';
+	return (
+		error instanceof NodeApiError && (error.context as IDataObject).code === 'idempotency_conflict'
+	);
 }
 
 /** A 409 idempotency_conflict says what was different, and what to do, for the key in use. */
@@ -210,10 +278,10 @@ function explainConflict(error: unknown, order: Order): unknown {
 /** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
 export function replaysOf(order: Order): string {
 	if (order.idempotency === 'custom') {
-		return 'With a Custom Key, every repeat (Retry On Fail, the execution\'s Retry, a new run) replays these orders instead of paying for them again.';
+		return "With a Custom Key, every repeat (Retry On Fail, the execution's Retry, a new run) replays these orders instead of paying for them again.";
 	}
 	if (order.idempotency === 'none') {
-		return 'With Idempotency None, Retry On Fail and the execution\'s Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.';
+		return "With Idempotency None, Retry On Fail and the execution's Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.";
 	}
-	return 'Retry On Fail, the execution\'s Retry and a new run replay these orders instead of paying for them again.';
+	return "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
 }

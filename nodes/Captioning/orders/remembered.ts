@@ -17,7 +17,9 @@ export class Remembered {
 
 	/** The store of this node, or undefined where n8n offers none (an AI Agent's tool call, old n8n). */
 	static of(ctx: IExecuteFunctions): Remembered | undefined {
-		return typeof ctx.helpers.checkProcessedAndRecord === 'function' && ctx.getWorkflow().id ? new Remembered(ctx) : undefined;
+		return typeof ctx.helpers.checkProcessedAndRecord === 'function' && ctx.getWorkflow().id
+			? new Remembered(ctx)
+			: undefined;
 	}
 
 	private async serial<T>(call: () => Promise<T>): Promise<T> {
@@ -29,7 +31,11 @@ export class Remembered {
 	/** Records the sentences; returns those that were recorded before. */
 	async record(sentences: string[]): Promise<Set<string>> {
 		return await this.serial(async () => {
-			const { processed } = await this.ctx.helpers.checkProcessedAndRecord(sentences, 'node', OPTIONS);
+			const { processed } = await this.ctx.helpers.checkProcessedAndRecord(
+				sentences,
+				'node',
+				OPTIONS,
+			);
 			return new Set(processed.map(String));
 		});
 	}

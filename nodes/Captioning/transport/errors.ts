@@ -1,7 +1,13 @@
 // Turns a failed response into one NodeApiError that says what happened and what to do.
 // Built only from the service's error body and response headers, never from the request,
 // so the API key cannot reach an error message.
-import type { IDataObject, IExecuteFunctions, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	IN8nHttpFullResponse,
+	INode,
+	JsonObject,
+} from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { ServiceError } from '../model/types';
@@ -9,22 +15,32 @@ import { withoutSignatures } from './secrets';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
-	'401': 'The API key was refused. Check the API key in the Captioning API credentials; a revoked key must be replaced with a new one from the dashboard.',
-	'402': 'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
-	'403': 'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
-	'404': 'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
+	'401':
+		'The API key was refused. Check the API key in the Captioning API credentials; a revoked key must be replaced with a new one from the dashboard.',
+	'402':
+		'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
+	'403':
+		'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
+	'404':
+		'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
 	'409': 'The request conflicts with an earlier one.',
-	'413': 'The JSON body is larger than the service accepts (64 KiB). Shorten the glossary, metadata or redaction terms.',
+	'413':
+		'The JSON body is larger than the service accepts (64 KiB). Shorten the glossary, metadata or redaction terms.',
 	'415': 'The service accepts JSON bodies only.',
 	'422': 'The service cannot process this media or order.',
-	'429': 'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
-	'503': 'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
-	'3xx': 'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
-	'5xx': 'The service had an internal error and the node\'s retries did not get through. Run again in a little while.',
+	'429':
+		'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
+	'503':
+		'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	'3xx':
+		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
+	'5xx':
+		"The service had an internal error and the node's retries did not get through. Run again in a little while.",
 };
 
 const CODE_ADVICE: Record<string, string> = {
-	idempotency_conflict: 'This Idempotency-Key was already used for a different order, so the service refused to create a second one. Use a new key, or set Idempotency to Automatic.',
+	idempotency_conflict:
+		'This Idempotency-Key was already used for a different order, so the service refused to create a second one. Use a new key, or set Idempotency to Automatic.',
 };
 
 /** A response header as one string ('' when absent). */
@@ -33,11 +49,18 @@ export function header(response: IN8nHttpFullResponse, name: string): string {
 	return Array.isArray(value) ? String(value[0]) : value === undefined ? '' : String(value);
 }
 
-type ErrorBody = { error?: { code?: unknown; message?: unknown; param?: unknown } } | string | undefined;
+type ErrorBody =
+	| { error?: { code?: unknown; message?: unknown; param?: unknown } }
+	| string
+	| undefined;
 
 /** The body as the service sent it: a download's error arrives as bytes, holding the same JSON. */
 function errorBody(raw: unknown): ErrorBody {
-	const text = Buffer.isBuffer(raw) ? raw.toString('utf8') : raw instanceof ArrayBuffer ? Buffer.from(raw).toString('utf8') : undefined;
+	const text = Buffer.isBuffer(raw)
+		? raw.toString('utf8')
+		: raw instanceof ArrayBuffer
+			? Buffer.from(raw).toString('utf8')
+			: undefined;
 	if (text === undefined) return raw as ErrorBody;
 	try {
 		const parsed: unknown = JSON.parse(text);
@@ -49,12 +72,19 @@ function errorBody(raw: unknown): ErrorBody {
 
 function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	const body = errorBody(response.body);
-	const error = typeof body === 'object' && body !== null && typeof body.error === 'object' ? body.error : undefined;
+	const error =
+		typeof body === 'object' && body !== null && typeof body.error === 'object'
+			? body.error
+			: undefined;
 	let message = typeof error?.message === 'string' ? error.message : '';
 	if (!message) {
 		const text = typeof body === 'string' ? body : '';
 		message =
-			text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 200) ||
+			text
+				.replace(/<[^>]*>/g, ' ')
+				.replace(/\s+/g, ' ')
+				.trim()
+				.slice(0, 200) ||
 			(response.statusCode >= 300 && response.statusCode < 400
 				? `Redirect to ${header(response, 'location') || 'another location'} not followed`
 				: `HTTP ${response.statusCode}`);
@@ -74,7 +104,11 @@ function describe(e: ServiceError, attempts: number): string {
 	const advice =
 		CODE_ADVICE[e.code] ??
 		ADVICE[e.httpCode] ??
-		(status >= 500 ? ADVICE['5xx'] : status >= 300 && status < 400 ? ADVICE['3xx'] : 'The service refused the request.');
+		(status >= 500
+			? ADVICE['5xx']
+			: status >= 300 && status < 400
+				? ADVICE['3xx']
+				: 'The service refused the request.');
 	const parts = [advice];
 	if (e.param) parts.push(`Field: ${e.param}.`);
 	if (e.code) parts.push(`Code: ${e.code}.`);
@@ -83,7 +117,12 @@ function describe(e: ServiceError, attempts: number): string {
 	return parts.join(' ');
 }
 
-function apiError(node: INode, e: ServiceError, description: string, itemIndex?: number): NodeApiError {
+function apiError(
+	node: INode,
+	e: ServiceError,
+	description: string,
+	itemIndex?: number,
+): NodeApiError {
 	const error = new NodeApiError(node, e as unknown as JsonObject, {
 		message: e.message,
 		description,
@@ -132,7 +171,14 @@ export function networkError(
 /** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
 function chain(cause: unknown): IDataObject[] {
 	const levels: IDataObject[] = [];
-	for (let current = cause; levels.length < 6 && current && typeof current === 'object' && !levels.includes(current as IDataObject); ) {
+	for (
+		let current = cause;
+		levels.length < 6 &&
+		current &&
+		typeof current === 'object' &&
+		!levels.includes(current as IDataObject);
+
+	) {
 		levels.push(current as IDataObject);
 		current = (current as { cause?: unknown }).cause;
 	}
@@ -163,12 +209,21 @@ export function refusedByN8n(cause: unknown): boolean {
 }
 
 /** A request that failed inside n8n before it was sent: what n8n said, not a network error. */
-export function notSentError(node: INode, cause: unknown, target: string, itemIndex?: number): NodeApiError {
+export function notSentError(
+	node: INode,
+	cause: unknown,
+	target: string,
+	itemIndex?: number,
+): NodeApiError {
 	const levels = chain(cause);
 	// The innermost words are n8n's own (its wrappers repeat or generalise them).
-	const inner = [...levels].reverse().find((level) => typeof level.message === 'string' && level.message !== '');
+	const inner = [...levels]
+		.reverse()
+		.find((level) => typeof level.message === 'string' && level.message !== '');
 	const said = inner ? String(inner.message) : 'an error without a message';
-	const advice = levels.map((level) => level.description).find((d): d is string => typeof d === 'string' && d !== '');
+	const advice = levels
+		.map((level) => level.description)
+		.find((d): d is string => typeof d === 'string' && d !== '');
 	const e: ServiceError = {
 		httpCode: '',
 		code: 'not_sent',
@@ -181,6 +236,11 @@ export function notSentError(node: INode, cause: unknown, target: string, itemIn
 }
 
 /** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */
-export function refuse(ctx: IExecuteFunctions, itemIndex: number, message: string, description: string): never {
+export function refuse(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	message: string,
+	description: string,
+): never {
 	throw new NodeOperationError(ctx.getNode(), message, { itemIndex, description });
 }

@@ -25,7 +25,13 @@ export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Prom
 	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
 	await sendWithRetries(
 		ctx,
-		{ retryable: true, lane: 'storage', target, itemIndex: options.itemIndex, retry: options.retry },
+		{
+			retryable: true,
+			lane: 'storage',
+			target,
+			itemIndex: options.itemIndex,
+			retry: options.retry,
+		},
 		async () => {
 			const request: IHttpRequestOptions = {
 				method: 'PUT',
@@ -68,10 +74,15 @@ export async function downloadFile(
 		protocol = '';
 	}
 	if (protocol !== 'https:' && protocol !== 'http:') {
-		throw new NodeOperationError(ctx.getNode(), 'A captions link of the job is not an http(s) URL, so it was not fetched', {
-			itemIndex,
-			description: 'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			'A captions link of the job is not an http(s) URL, so it was not fetched',
+			{
+				itemIndex,
+				description:
+					'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
+			},
+		);
 	}
 	const { baseUrl, pace } = await serviceOf(ctx, itemIndex);
 	const withKey = underBaseUrl(url, baseUrl);
@@ -84,13 +95,25 @@ export async function downloadFile(
 		disableFollowRedirect: withKey,
 		timeout: 60000,
 	};
-	const target = withKey ? `the captioning service at ${new URL(baseUrl).origin}` : `the captions host ${new URL(url).origin}`;
+	const target = withKey
+		? `the captioning service at ${new URL(baseUrl).origin}`
+		: `the captions host ${new URL(url).origin}`;
 	const response = await sendWithRetries(
 		ctx,
-		{ retryable: true, lane: withKey ? 'read' : 'storage', pace, urgency: options.urgency ?? 'bulk', target, itemIndex, retry },
+		{
+			retryable: true,
+			lane: withKey ? 'read' : 'storage',
+			pace,
+			urgency: options.urgency ?? 'bulk',
+			target,
+			itemIndex,
+			retry,
+		},
 		async () =>
 			withKey
-				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })) as IN8nHttpFullResponse)
+				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
+						...request,
+					})) as IN8nHttpFullResponse)
 				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
 	);
 	const type = response.headers['content-type'];
@@ -105,12 +128,19 @@ export async function uploadFile(
 	ctx: ApiContext,
 	file: { fileName: string; mimeType: string; size: number; open: () => Promise<FileBody> },
 	itemIndex: number,
-): Promise<Omit<Upload, 'upload_url'> & { filename: string; content_type: string; size_bytes: number }> {
+): Promise<
+	Omit<Upload, 'upload_url'> & { filename: string; content_type: string; size_bytes: number }
+> {
 	const { body: upload } = await apiRequest<Upload>(ctx, 'POST', '/uploads', {
 		body: { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size },
 		itemIndex,
 	});
-	await putUploadBytes(ctx, { uploadUrl: upload.upload_url, size: file.size, open: file.open, itemIndex });
+	await putUploadBytes(ctx, {
+		uploadUrl: upload.upload_url,
+		size: file.size,
+		open: file.open,
+		itemIndex,
+	});
 	// The presigned URL is a credential of its own: keep it out of the output.
 	return {
 		id: upload.id,

@@ -111,14 +111,19 @@ export async function sendWithRetries(
 	const pace = lane ? options.pace : undefined;
 	const seq = ticketNumber();
 	const cancelled = () =>
-		new NodeOperationError(ctx.getNode(), 'The execution was cancelled while a request to the captioning service was under way', { itemIndex: options.itemIndex });
+		new NodeOperationError(
+			ctx.getNode(),
+			'The execution was cancelled while a request to the captioning service was under way',
+			{ itemIndex: options.itemIndex },
+		);
 	for (let attempt = 1; ; attempt++) {
 		let release = () => {};
 		let done = () => {};
 		let waited: unknown;
 		try {
 			if (slots) release = await slots.acquire(options.priority ?? options.itemIndex ?? 0, cancel);
-			if (pace && lane) done = await pace.turn(lane, options.urgency ?? 'work', seq, policy.maxTurnWaitMs, signal);
+			if (pace && lane)
+				done = await pace.turn(lane, options.urgency ?? 'work', seq, policy.maxTurnWaitMs, signal);
 		} catch (error) {
 			release();
 			waited = error;
@@ -137,7 +142,8 @@ export async function sendWithRetries(
 			release();
 			if (cancel?.aborted) throw cancelled();
 			// Refused by n8n's own policy before it left: sending it again would meet the same.
-			if (refusedByN8n(error)) throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
+			if (refusedByN8n(error))
+				throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
 			if (!options.retryable || attempt >= policy.maxAttempts) {
 				throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 			}
@@ -146,7 +152,13 @@ export async function sendWithRetries(
 		}
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		if (pace && lane) pace.observe(lane, status, status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter, policy.maxRetryAfterMs);
+		if (pace && lane)
+			pace.observe(
+				lane,
+				status,
+				status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter,
+				policy.maxRetryAfterMs,
+			);
 		done();
 		release();
 		if (status >= 200 && status < 300) return response;
@@ -156,8 +168,10 @@ export async function sendWithRetries(
 			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
 		}
 		let delay = retryAfter;
-		if (delay === undefined) delay = status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt);
-		if (delay > policy.maxRetryAfterMs) throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		if (delay === undefined)
+			delay = status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt);
+		if (delay > policy.maxRetryAfterMs)
+			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
 		// The key's lane holds every request for a 429's Retry-After; this one goes again in its place.
 		if (status === 429 && pace) continue;
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
@@ -218,7 +232,11 @@ export async function apiRequest<T>(
 		disableFollowRedirect: true,
 		timeout: 60000,
 	};
-	const retryable = !(method === 'POST' && path === '/jobs' && options.idempotencyKey === undefined);
+	const retryable = !(
+		method === 'POST' &&
+		path === '/jobs' &&
+		options.idempotencyKey === undefined
+	);
 	const response = await sendWithRetries(
 		ctx,
 		{
@@ -240,7 +258,11 @@ export async function apiRequest<T>(
 	);
 	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
 	hideSecrets(response.body);
-	return { body: response.body as T, headers: response.headers as IDataObject, statusCode: response.statusCode };
+	return {
+		body: response.body as T,
+		headers: response.headers as IDataObject,
+		statusCode: response.statusCode,
+	};
 }
 
 /** Encodes an id for use as one path segment. */

@@ -10,7 +10,16 @@ import type { Urgency } from './pacing';
 const PAGE_SIZE = 100;
 
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
-export async function readJob(ctx: ApiContext, id: string, options: { itemIndex?: number; priority?: number; urgency?: Urgency; retry?: Partial<RetryPolicy> } = {}): Promise<Job> {
+export async function readJob(
+	ctx: ApiContext,
+	id: string,
+	options: {
+		itemIndex?: number;
+		priority?: number;
+		urgency?: Urgency;
+		retry?: Partial<RetryPolicy>;
+	} = {},
+): Promise<Job> {
 	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, options)).body;
 }
 
@@ -22,14 +31,26 @@ export async function readJob(ctx: ApiContext, id: string, options: { itemIndex?
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	options: { itemIndex?: number; priority?: number; urgency?: Urgency; retry?: Partial<RetryPolicy>; pageSize?: (read: number) => number } = {},
+	options: {
+		itemIndex?: number;
+		priority?: number;
+		urgency?: Urgency;
+		retry?: Partial<RetryPolicy>;
+		pageSize?: (read: number) => number;
+	} = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
 	for (;;) {
 		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? PAGE_SIZE };
 		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { qs, itemIndex: options.itemIndex, priority: options.priority, urgency: options.urgency, retry: options.retry });
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', {
+			qs,
+			itemIndex: options.itemIndex,
+			priority: options.priority,
+			urgency: options.urgency,
+			retry: options.retry,
+		});
 		read += body.data.length;
 		yield body.data;
 		if (!body.has_more || body.data.length === 0) return;
@@ -45,7 +66,8 @@ export async function listJobs(
 	itemIndex?: number,
 ): Promise<Job[]> {
 	const jobs: Job[] = [];
-	const pageSize = (read: number) => (limit === undefined ? PAGE_SIZE : Math.min(PAGE_SIZE, limit - read));
+	const pageSize = (read: number) =>
+		limit === undefined ? PAGE_SIZE : Math.min(PAGE_SIZE, limit - read);
 	for await (const page of jobPages(ctx, filters, { itemIndex, pageSize })) {
 		jobs.push(...page);
 		if (limit !== undefined && jobs.length >= limit) break;
@@ -89,7 +111,13 @@ export async function readJobsSettled(
 				}
 				// Newest first: past the oldest of them, the list holds none of them.
 				const last = page.at(-1);
-				if (unseen.size === 0 || ++pages >= maxPages || !last || Date.parse(last.created_at) < oldest) break;
+				if (
+					unseen.size === 0 ||
+					++pages >= maxPages ||
+					!last ||
+					Date.parse(last.created_at) < oldest
+				)
+					break;
 			}
 		} catch (error) {
 			// The list could not be read (after the transport's retries): nor, now, could each job.
@@ -110,9 +138,12 @@ export async function readJobsSettled(
 }
 
 /** readJobsSettled, failing as a whole when any job could not be read. */
-export async function readJobsTogether(ctx: ApiContext, jobs: Job[], options: ReadOptions = {}): Promise<Map<string, Job>> {
+export async function readJobsTogether(
+	ctx: ApiContext,
+	jobs: Job[],
+	options: ReadOptions = {},
+): Promise<Map<string, Job>> {
 	const read = await readJobsSettled(ctx, jobs, options);
 	for (const result of read.values()) if (result instanceof Error) throw result;
 	return read as Map<string, Job>;
 }
-

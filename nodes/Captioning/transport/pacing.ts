@@ -94,7 +94,12 @@ class LanePace {
 	 * Waits for this lane's turn, at most `maxWaitMs`; resolves with what to call once the answer
 	 * has come.
 	 */
-	async turn(urgency: Urgency, seq: number, maxWaitMs: number, signal?: AbortSignal): Promise<() => void> {
+	async turn(
+		urgency: Urgency,
+		seq: number,
+		maxWaitMs: number,
+		signal?: AbortSignal,
+	): Promise<() => void> {
 		if (signal?.aborted) throw new TurnAborted();
 		this.lastUsed = Date.now();
 		if (this.refusal && Date.now() < this.refusedUntil) throw this.refusal;
@@ -130,7 +135,12 @@ class LanePace {
 
 	/** Whether nothing waits, is under way or is held, and nothing was asked for a while. */
 	forgettable(now: number): boolean {
-		return this.queue.length === 0 && this.inFlight === 0 && now >= Math.max(this.holdUntil, this.refusedUntil) && now - this.lastUsed >= paceLimits.idleMs;
+		return (
+			this.queue.length === 0 &&
+			this.inFlight === 0 &&
+			now >= Math.max(this.holdUntil, this.refusedUntil) &&
+			now - this.lastUsed >= paceLimits.idleMs
+		);
 	}
 
 	private async drain(): Promise<void> {
@@ -173,7 +183,8 @@ class LanePace {
 			this.quietStart = false;
 			this.windowStart = now;
 			this.sentInWindow = 0;
-			if (this.intervalMs > 0) this.burst = Math.max(this.burst, Math.floor(1000 / (this.intervalMs * 1.1)));
+			if (this.intervalMs > 0)
+				this.burst = Math.max(this.burst, Math.floor(1000 / (this.intervalMs * 1.1)));
 		}
 		if (this.burst > 0) {
 			this.burst -= 1;
@@ -190,7 +201,10 @@ class LanePace {
 		// limit then settle on shares of it, rather than the first taking it all), should the rate have
 		// come out low or another client of the key have slowed down.
 		const now = Date.now();
-		if (this.intervalMs > 0) this.intervalMs = 1000 / (1000 / this.intervalMs + (this.increase * Math.min(1000, now - this.lastPassed)) / 1000);
+		if (this.intervalMs > 0)
+			this.intervalMs =
+				1000 /
+				(1000 / this.intervalMs + (this.increase * Math.min(1000, now - this.lastPassed)) / 1000);
 		this.lastPassed = now;
 		this.allowed = Math.min(paceLimits.inFlight, this.allowed + 1 / this.allowed);
 	}
@@ -241,12 +255,23 @@ export class KeyPace {
 	private readonly lanes = { read: new LanePace(), write: new LanePace() };
 
 	/** Waits for the lane's turn, at most `maxWaitMs`; resolves with what to call once the answer has come. */
-	async turn(lane: 'read' | 'write', urgency: Urgency, seq: number, maxWaitMs: number, signal?: AbortSignal): Promise<() => void> {
+	async turn(
+		lane: 'read' | 'write',
+		urgency: Urgency,
+		seq: number,
+		maxWaitMs: number,
+		signal?: AbortSignal,
+	): Promise<() => void> {
 		return await this.lanes[lane].turn(urgency, seq, maxWaitMs, signal);
 	}
 
 	/** What the service answered: the lane learns from it. A Retry-After over `capMs` is not held. */
-	observe(lane: 'read' | 'write', status: number, retryAfterMs: number | undefined, capMs: number): void {
+	observe(
+		lane: 'read' | 'write',
+		status: number,
+		retryAfterMs: number | undefined,
+		capMs: number,
+	): void {
 		if (status >= 200 && status < 300) this.lanes[lane].passed();
 		else if (status === 429) this.lanes[lane].limited(retryAfterMs ?? 1000, capMs);
 		else if (status === 503) this.lanes[lane].unavailable();
@@ -262,7 +287,8 @@ const paces = new Map<string, KeyPace>();
 
 export function paceFor(identity: string): KeyPace {
 	const now = Date.now();
-	for (const [other, pace] of paces) if (other !== identity && pace.forgettable(now)) paces.delete(other);
+	for (const [other, pace] of paces)
+		if (other !== identity && pace.forgettable(now)) paces.delete(other);
 	let pace = paces.get(identity);
 	if (!pace) paces.set(identity, (pace = new KeyPace()));
 	return pace;

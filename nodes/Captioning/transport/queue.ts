@@ -33,9 +33,13 @@ export class HeldTooLong extends Error {
  * Takes the first in line from a queue: the lowest rank, then the one that came first. With `ageMs`,
  * a waiting entry's rank drops by one for each `ageMs` it has waited.
  */
-export function takeFirst<T extends { rank: number; seq: number; since?: number }>(queue: T[], ageMs?: number): T {
+export function takeFirst<T extends { rank: number; seq: number; since?: number }>(
+	queue: T[],
+	ageMs?: number,
+): T {
 	const now = Date.now();
-	const rankOf = (t: T) => (ageMs && t.since !== undefined ? t.rank - (now - t.since) / ageMs : t.rank);
+	const rankOf = (t: T) =>
+		ageMs && t.since !== undefined ? t.rank - (now - t.since) / ageMs : t.rank;
 	let best = 0;
 	for (let i = 1; i < queue.length; i++) {
 		const t = rankOf(queue[i]);
@@ -44,4 +48,3 @@ export function takeFirst<T extends { rank: number; seq: number; since?: number 
 	}
 	return queue.splice(best, 1)[0];
 }
-

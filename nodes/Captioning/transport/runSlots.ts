@@ -46,7 +46,9 @@ export class RunSlots {
 		if (this.active < this.concurrency && this.waiters.length === 0) {
 			this.active += 1;
 		} else {
-			await new Promise<void>((resolve, reject) => this.waiters.push({ rank: priority, seq: this.seq++, resolve, reject }));
+			await new Promise<void>((resolve, reject) =>
+				this.waiters.push({ rank: priority, seq: this.seq++, resolve, reject }),
+			);
 		}
 		let released = false;
 		return () => {

@@ -50,7 +50,10 @@ const PARTITION_SUFFIXES: Array<[RegExp, string]> = [
  * encodeURIComponent leaves ! ' ( ) * alone, so those are done by hand, as the SDK does.
  */
 function uriEncode(text: string): string {
-	return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+	return encodeURIComponent(text).replace(
+		/[!'()*]/g,
+		(c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+	);
 }
 
 /** A key as a URL path: each segment encoded, the '/' between them kept (S3 does not normalise). */
@@ -97,14 +100,22 @@ function service(access: S3Access): Service {
 	if (!endpoint) {
 		const region = access.region?.trim();
 		if (!region) throw new Error('An S3 region is needed to reach AWS');
-		const suffix = PARTITION_SUFFIXES.find(([pattern]) => pattern.test(region))?.[1] ?? 'amazonaws.com';
+		const suffix =
+			PARTITION_SUFFIXES.find(([pattern]) => pattern.test(region))?.[1] ?? 'amazonaws.com';
 		return { protocol: 'https:', host: `s3.${region}.${suffix}`, path: '/', isIp: false };
 	}
 	// The WHATWG URL parser, as the SDK uses for the endpoint: lower-cases the host, drops :80 and :443.
 	if (!URL.canParse(endpoint)) throw new Error(`The S3 endpoint '${endpoint}' is not a URL`);
 	const url = new URL(endpoint);
-	if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.username || url.password) {
-		throw new Error(`The S3 endpoint '${endpoint}' must be a plain http:// or https:// address, without a query or user`);
+	if (
+		(url.protocol !== 'http:' && url.protocol !== 'https:') ||
+		url.search ||
+		url.username ||
+		url.password
+	) {
+		throw new Error(
+			`The S3 endpoint '${endpoint}' must be a plain http:// or https:// address, without a query or user`,
+		);
 	}
 	const isIp = /^\d{1,3}(\.\d{1,3}){3}$/.test(url.hostname) || url.hostname.startsWith('[');
 	return { protocol: url.protocol, host: url.host, path: url.pathname || '/', isIp };
@@ -115,14 +126,27 @@ function service(access: S3Access): Service {
  * the endpoint's path unless that is '/', so an endpoint path ending in '/' gives a '//' there:
  * kept, for the same URLs as the SDK.
  */
-function bucketBase(access: S3Access, bucket: string): { origin: string; host: string; path: string; virtual: boolean } {
+function bucketBase(
+	access: S3Access,
+	bucket: string,
+): { origin: string; host: string; path: string; virtual: boolean } {
 	const s = service(access);
 	if (virtualHosted(access, s, bucket)) {
 		const host = `${bucket}.${s.host}`;
-		return { origin: `${s.protocol}//${host}`, host, path: s.path === '/' ? '' : s.path, virtual: true };
+		return {
+			origin: `${s.protocol}//${host}`,
+			host,
+			path: s.path === '/' ? '' : s.path,
+			virtual: true,
+		};
 	}
 	const prefix = s.path.endsWith('/') ? s.path : `${s.path}/`;
-	return { origin: `${s.protocol}//${s.host}`, host: s.host, path: `${prefix}${uriEncode(bucket)}`, virtual: false };
+	return {
+		origin: `${s.protocol}//${s.host}`,
+		host: s.host,
+		path: `${prefix}${uriEncode(bucket)}`,
+		virtual: false,
+	};
 }
 
 /** Where the object is, without a query: https://bucket.s3.region.amazonaws.com/key and the like. */
@@ -155,12 +179,16 @@ export function parseS3Uri(text: string): S3Object | undefined {
 }
 
 const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
-const hmac = (key: Buffer | string, text: string) => createHmac('sha256', key).update(text, 'utf8').digest();
+const hmac = (key: Buffer | string, text: string) =>
+	createHmac('sha256', key).update(text, 'utf8').digest();
 
 /** 20240506T070809Z and 20240506. */
 function amzDate(date: Date): { long: string; short: string } {
 	if (Number.isNaN(date.getTime())) throw new Error('The signing date is not a valid date');
-	const long = date.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+	const long = date
+		.toISOString()
+		.replace(/[-:]/g, '')
+		.replace(/\.\d{3}/, '');
 	return { long, short: long.slice(0, 8) };
 }
 
@@ -174,14 +202,23 @@ function canonicalQuery(pairs: Array<[string, string]>): string {
 }
 
 function requireCredentials(access: S3Access): void {
-	if (!access.accessKeyId || !access.secretAccessKey) throw new Error('S3 access needs an access key ID and a secret access key');
+	if (!access.accessKeyId || !access.secretAccessKey)
+		throw new Error('S3 access needs an access key ID and a secret access key');
 	if (!access.region?.trim()) throw new Error('S3 access needs a region (for Cloudflare R2: auto)');
 }
 
 /** Signs a canonical request: the SigV4 string to sign, HMAC'd with the key derived for this day and region. */
-function signature(access: S3Access, long: string, scope: string, canonicalRequest: string): string {
+function signature(
+	access: S3Access,
+	long: string,
+	scope: string,
+	canonicalRequest: string,
+): string {
 	const [short, region] = scope.split('/');
-	const key = hmac(hmac(hmac(hmac(`AWS4${access.secretAccessKey}`, short), region), 's3'), 'aws4_request');
+	const key = hmac(
+		hmac(hmac(hmac(`AWS4${access.secretAccessKey}`, short), region), 's3'),
+		'aws4_request',
+	);
 	const stringToSign = `${ALGORITHM}\n${long}\n${scope}\n${sha256Hex(canonicalRequest)}`;
 	return createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
 }
@@ -191,10 +228,21 @@ function signature(access: S3Access, long: string, scope: string, canonicalReque
  * carries x-id=GetObject and x-amz-checksum-mode=ENABLED (both signed, as query parameters: a bare
  * GET of the URL works) and X-Amz-Content-Sha256=UNSIGNED-PAYLOAD; the query is sorted by name.
  */
-export function presignGet(access: S3Access, object: S3Object, expiresInSeconds: number, signingDate: Date): string {
+export function presignGet(
+	access: S3Access,
+	object: S3Object,
+	expiresInSeconds: number,
+	signingDate: Date,
+): string {
 	requireCredentials(access);
-	if (!Number.isInteger(expiresInSeconds) || expiresInSeconds < 1 || expiresInSeconds > MAX_EXPIRES_SECONDS) {
-		throw new Error(`A presigned URL lasts 1 to ${MAX_EXPIRES_SECONDS} seconds (a week), not ${expiresInSeconds}`);
+	if (
+		!Number.isInteger(expiresInSeconds) ||
+		expiresInSeconds < 1 ||
+		expiresInSeconds > MAX_EXPIRES_SECONDS
+	) {
+		throw new Error(
+			`A presigned URL lasts 1 to ${MAX_EXPIRES_SECONDS} seconds (a week), not ${expiresInSeconds}`,
+		);
 	}
 	const { long, short } = amzDate(signingDate);
 	const scope = `${short}/${access.region.trim()}/s3/aws4_request`;
@@ -214,7 +262,10 @@ export function presignGet(access: S3Access, object: S3Object, expiresInSeconds:
 	if (access.sessionToken) query.push(['X-Amz-Security-Token', access.sessionToken]);
 	const canonical = canonicalQuery(query);
 	const canonicalRequest = `GET\n${path}\n${canonical}\nhost:${base.host}\n\nhost\nUNSIGNED-PAYLOAD`;
-	const signed = canonicalQuery([...query, ['X-Amz-Signature', signature(access, long, scope, canonicalRequest)]]);
+	const signed = canonicalQuery([
+		...query,
+		['X-Amz-Signature', signature(access, long, scope, canonicalRequest)],
+	]);
 	return `${base.origin}${path}?${signed}`;
 }
 
@@ -234,7 +285,12 @@ function splitUrl(url: string): { host: string; path: string; query: string } {
  * x-amz-content-sha256 (of the empty body), x-amz-date and the session token if any. Host is
  * signed but not returned: the HTTP client sets it from the URL.
  */
-export function signedHeaders(access: S3Access, method: 'GET' | 'HEAD', url: string, signingDate: Date): Record<string, string> {
+export function signedHeaders(
+	access: S3Access,
+	method: 'GET' | 'HEAD',
+	url: string,
+	signingDate: Date,
+): Record<string, string> {
 	requireCredentials(access);
 	const { long, short } = amzDate(signingDate);
 	const scope = `${short}/${access.region.trim()}/s3/aws4_request`;
@@ -247,7 +303,10 @@ export function signedHeaders(access: S3Access, method: 'GET' | 'HEAD', url: str
 			const [k, v] = eq === -1 ? [part, ''] : [part.slice(0, eq), part.slice(eq + 1)];
 			return [decodeURIComponent(k), decodeURIComponent(v)];
 		});
-	const headers: Record<string, string> = { 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': long };
+	const headers: Record<string, string> = {
+		'x-amz-content-sha256': EMPTY_SHA256,
+		'x-amz-date': long,
+	};
 	if (access.sessionToken) headers['x-amz-security-token'] = access.sessionToken;
 	const canonicalHeaders: Array<[string, string]> = [['host', host], ...Object.entries(headers)];
 	canonicalHeaders.sort(([a], [b]) => (a < b ? -1 : 1));
@@ -256,7 +315,9 @@ export function signedHeaders(access: S3Access, method: 'GET' | 'HEAD', url: str
 		method,
 		path,
 		canonicalQuery(pairs),
-		canonicalHeaders.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}`).join('\n') + '\n',
+		canonicalHeaders
+			.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}`)
+			.join('\n') + '\n',
 		names,
 		EMPTY_SHA256,
 	].join('\n');

@@ -5,7 +5,8 @@
 import type { IDataObject } from 'n8n-workflow';
 
 /** An http(s) URL whose query holds an AWS signature (Signature Version 4 or 2). */
-const SIGNED_URL = /(https?:\/\/[^\s"'<>?#]+)\?[^\s"'<>#]*?\b(?:X-Amz-Signature|X-Amz-Credential|Signature|AWSAccessKeyId)=[^\s"'<>#]*/gi;
+const SIGNED_URL =
+	/(https?:\/\/[^\s"'<>?#]+)\?[^\s"'<>#]*?\b(?:X-Amz-Signature|X-Amz-Credential|Signature|AWSAccessKeyId)=[^\s"'<>#]*/gi;
 
 /** The text with every signed URL in it cut to the URL without its query. */
 export function withoutSignatures(text: string): string {
@@ -29,5 +30,6 @@ export function hideSecrets(body: unknown): void {
 	const media = object.media as IDataObject | undefined;
 	if (media && typeof media.url === 'string') media.url = withoutSignatures(media.url);
 	const options = object.options as IDataObject | undefined;
-	if (options && typeof options.webhook_url === 'string') options.webhook_url = withoutToken(options.webhook_url);
+	if (options && typeof options.webhook_url === 'string')
+		options.webhook_url = withoutToken(options.webhook_url);
 }

@@ -12,13 +12,20 @@ import { createHash } from 'node:crypto';
 import type { KeyPace } from './pacing';
 import { paceFor } from './pacing';
 
-export type ApiContext = IExecuteFunctions | IHookFunctions | IWebhookFunctions | ILoadOptionsFunctions | IPollFunctions;
+export type ApiContext =
+	| IExecuteFunctions
+	| IHookFunctions
+	| IWebhookFunctions
+	| ILoadOptionsFunctions
+	| IPollFunctions;
 
 export const CREDENTIAL_NAME = 'captioningApi';
 
 /** The credentials' Base URL as entered, trimmed, without a trailing slash (not yet checked). */
 export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
-	return String(credentials.baseUrl ?? '').trim().replace(/\/+$/, '');
+	return String(credentials.baseUrl ?? '')
+		.trim()
+		.replace(/\/+$/, '');
 }
 
 /** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
@@ -47,7 +54,10 @@ export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service
 }
 
 async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
-	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(CREDENTIAL_NAME, itemIndex);
+	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(
+		CREDENTIAL_NAME,
+		itemIndex,
+	);
 	const baseUrl = baseUrlOf(credentials);
 	let url: URL | undefined;
 	try {
@@ -56,12 +66,19 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		url = undefined;
 	}
 	if (!url || !['http:', 'https:'].includes(url.protocol) || !url.pathname.endsWith('/v1')) {
-		throw new NodeOperationError(ctx.getNode(), `The Base URL "${baseUrl}" in the Captioning API credentials is not valid`, {
-			itemIndex,
-			description: 'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
+			{
+				itemIndex,
+				description:
+					'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
+			},
+		);
 	}
-	const identity = createHash('sha256').update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`).digest('hex');
+	const identity = createHash('sha256')
+		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
+		.digest('hex');
 	return { baseUrl, pace: paceFor(identity) };
 }
 
@@ -75,7 +92,12 @@ export function underBaseUrl(url: string, baseUrl: string): boolean {
 		const target = new URL(url);
 		const base = new URL(baseUrl);
 		const prefix = base.pathname.replace(/\/+$/, '');
-		return target.origin === base.origin && target.username === '' && target.password === '' && target.pathname.startsWith(`${prefix}/`);
+		return (
+			target.origin === base.origin &&
+			target.username === '' &&
+			target.password === '' &&
+			target.pathname.startsWith(`${prefix}/`)
+		);
 	} catch {
 		return false;
 	}

@@ -37,7 +37,8 @@ interface Watched {
 }
 
 /** Read errors that a later round would meet again: the job is gone, or the key may not read it. */
-const lastsForGood = (error: Error) => error instanceof NodeApiError && ['401', '403', '404'].includes(String(error.httpCode));
+const lastsForGood = (error: Error) =>
+	error instanceof NodeApiError && ['401', '403', '404'].includes(String(error.httpCode));
 
 export class JobWaiter {
 	private readonly watched = new Map<string, Watched>();
@@ -48,7 +49,12 @@ export class JobWaiter {
 	constructor(private readonly ctx: IExecuteFunctions) {}
 
 	/** Resolves with the job once completed or cancelled; rejects when its Timeout passes. */
-	async wait(job: Job, itemIndex: number, intervalSeconds: number, timeoutMinutes: number): Promise<Job> {
+	async wait(
+		job: Job,
+		itemIndex: number,
+		intervalSeconds: number,
+		timeoutMinutes: number,
+	): Promise<Job> {
 		if (isFinal(job)) return job;
 		const done = new Promise<Job>((resolve, reject) => {
 			let watched = this.watched.get(job.id);
@@ -97,12 +103,19 @@ export class JobWaiter {
 	private timeoutError(id: string, wait: ItemWait): NodeOperationError {
 		const watched = this.watched.get(id);
 		const job = watched?.job;
-		const progress = job?.progress === null || job?.progress === undefined ? '' : `, ${job.progress}% done`;
-		const lastRead = watched?.lastError ? ` The last check could not read it: ${watched.lastError.message}.` : '';
-		return new NodeOperationError(this.ctx.getNode(), `Job ${id} did not finish within ${wait.timeoutMinutes} minutes (status ${job?.status ?? 'unknown'}${progress})`, {
-			itemIndex: wait.itemIndex,
-			description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
-		});
+		const progress =
+			job?.progress === null || job?.progress === undefined ? '' : `, ${job.progress}% done`;
+		const lastRead = watched?.lastError
+			? ` The last check could not read it: ${watched.lastError.message}.`
+			: '';
+		return new NodeOperationError(
+			this.ctx.getNode(),
+			`Job ${id} did not finish within ${wait.timeoutMinutes} minutes (status ${job?.status ?? 'unknown'}${progress})`,
+			{
+				itemIndex: wait.itemIndex,
+				description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
+			},
+		);
 	}
 
 	private async run(): Promise<void> {

@@ -7,7 +7,13 @@
 // there: the resume webhook reads the batch from it (a waiting webhook can keep no state of its
 // own; the service is the record of how far the jobs are), and a resume by Timeout, which passes
 // that input on unchanged, hands on the jobs rather than the trigger's item.
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	IWebhookFunctions,
+	IWebhookResponseData,
+} from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { backsUp, respond } from '../events/verify';
@@ -23,10 +29,15 @@ import type { JobWaiter } from './poll';
  */
 export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
 	if (body.webhook_url) {
-		throw new NodeOperationError(ctx.getNode(), 'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook', {
-			itemIndex: i,
-			description: 'On Webhook gives the service this execution\'s own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook',
+			{
+				itemIndex: i,
+				description:
+					"On Webhook gives the service this execution's own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).",
+			},
+		);
 	}
 	// As n8n's Wait node: $execution.resumeUrl (which carries the execution's resume token where n8n
 	// has one), then this node's id, the path of the restart webhook below.
@@ -34,10 +45,15 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 	resume.pathname = `${resume.pathname.replace(/\/$/, '')}/${ctx.getNode().id}`;
 	const url = resume.toString();
 	if (!url.startsWith('https://')) {
-		throw new NodeOperationError(ctx.getNode(), `n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`, {
-			itemIndex: i,
-			description: 'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
-		});
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`,
+			{
+				itemIndex: i,
+				description:
+					'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
+			},
+		);
 	}
 	return url;
 }
@@ -55,7 +71,9 @@ export const inPlaceWait = { pollS: 15 };
 export function parentWaitsForThisRun(ctx: IExecuteFunctions): boolean {
 	if (ctx.getMode() !== 'integrated') return false;
 	// n8n-core's execution context keeps the run's data in a public field not on IExecuteFunctions.
-	const data = (ctx as unknown as { runExecutionData?: { parentExecution?: { shouldResume?: boolean } } }).runExecutionData;
+	const data = (
+		ctx as unknown as { runExecutionData?: { parentExecution?: { shouldResume?: boolean } } }
+	).runExecutionData;
 	return data?.parentExecution?.shouldResume !== false;
 }
 
@@ -63,8 +81,15 @@ export function parentWaitsForThisRun(ctx: IExecuteFunctions): boolean {
  * Puts the execution to sleep until the events (or the Timeout), leaving the run's outputs (the
  * jobs as ordered, error items too) where n8n keeps the node's input.
  */
-async function sleepUntilEvents(ctx: IExecuteFunctions, outputs: INodeExecutionData[], until: Date): Promise<void> {
-	ctx.getExecuteData().data.main[0] = outputs.map((item) => ({ json: item.json, pairedItem: item.pairedItem }));
+async function sleepUntilEvents(
+	ctx: IExecuteFunctions,
+	outputs: INodeExecutionData[],
+	until: Date,
+): Promise<void> {
+	ctx.getExecuteData().data.main[0] = outputs.map((item) => ({
+		json: item.json,
+		pairedItem: item.pairedItem,
+	}));
 	await ctx.putExecutionToWait(until);
 }
 
@@ -90,8 +115,18 @@ export async function waitForJobs(
 		open.map(async (item) => {
 			const itemIndex = (item.pairedItem as { item: number }).item;
 			try {
-				const job = await options.waiter.wait(item.json as unknown as Job, itemIndex, inPlaceWait.pollS, options.timeoutMinutes);
-				item.json = { ...item.json, ...(job as unknown as IDataObject), event_type: EVENT_OF_STATUS[job.status], event_id: null };
+				const job = await options.waiter.wait(
+					item.json as unknown as Job,
+					itemIndex,
+					inPlaceWait.pollS,
+					options.timeoutMinutes,
+				);
+				item.json = {
+					...item.json,
+					...(job as unknown as IDataObject),
+					event_type: EVENT_OF_STATUS[job.status],
+					event_id: null,
+				};
 			} catch {
 				// As a resume by Timeout: the job as last known, to check later with Job → Get.
 			}
@@ -137,17 +172,24 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const problem = eventProblem(body);
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	const waiting = (this.evaluateExpression('{{ $input.all() }}') as INodeExecutionData[] | undefined) ?? [];
-	const batch = waiting.filter((item) => isJob(item.json)).map((item) => item.json as unknown as Job);
+	const waiting =
+		(this.evaluateExpression('{{ $input.all() }}') as INodeExecutionData[] | undefined) ?? [];
+	const batch = waiting
+		.filter((item) => isJob(item.json))
+		.map((item) => item.json as unknown as Job);
 	if (!batch.some((job) => job.id === event.data.id)) {
-		return respond(this, 403, { error: `Event refused: job ${event.data.id} is not one this execution waits for.` });
+		return respond(this, 403, {
+			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
+		});
 	}
 	let jobs: Map<string, Job | Error>;
 	try {
 		const open = await openJobOf(this, new Set(batch.map((job) => job.id)));
 		if (open?.id === event.data.id) {
 			// Its own job is not final yet as the API shows it: the service delivers it again.
-			return respond(this, 409, { error: `Event refused: the event says ${event.type} but the job's status is ${open.status}.` });
+			return respond(this, 409, {
+				error: `Event refused: the event says ${event.type} but the job's status is ${open.status}.`,
+			});
 		}
 		if (open) return { webhookResponse: { received: true, resumed: false } };
 		jobs = await readJobsSettled(this, batch, { urgency: 'answer' });
@@ -159,12 +201,18 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const read = jobs as Map<string, Job>;
 	const checked = backsUp(this, event, { job: read.get(event.data.id)! });
 	if ('error' in checked) return respond(this, checked.status, { error: checked.error });
-	if ([...read.values()].some((j) => !isFinal(j))) return { webhookResponse: { received: true, resumed: false } };
+	if ([...read.values()].some((j) => !isFinal(j)))
+		return { webhookResponse: { received: true, resumed: false } };
 	const output = waiting.map((item): INodeExecutionData => {
 		if (!isJob(item.json)) return item;
 		const job = read.get(item.json.id as string)!;
 		return {
-			json: { ...(job as unknown as IDataObject), idempotent_replayed: item.json.idempotent_replayed, event_type: EVENT_OF_STATUS[job.status], event_id: job.id === event.data.id ? event.id : null },
+			json: {
+				...(job as unknown as IDataObject),
+				idempotent_replayed: item.json.idempotent_replayed,
+				event_type: EVENT_OF_STATUS[job.status],
+				event_id: job.id === event.data.id ? event.id : null,
+			},
 			pairedItem: item.pairedItem,
 		};
 	});

@@ -15,7 +15,7 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Get',
 				value: 'get',
-				description: 'Read the workspace, the key\'s access level and the billing balance',
+				description: "Read the workspace, the key's access level and the billing balance",
 				action: 'Get the account',
 			},
 		],

@@ -10,7 +10,8 @@ export const jobIdField: INodeProperties = {
 	default: '',
 	required: true,
 	placeholder: 'e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
-	description: 'The ID of the caption job, as output by Job → Create or the Captioning Trigger: drag its ID field in from the input',
+	description:
+		'The ID of the caption job, as output by Job → Create or the Captioning Trigger: drag its ID field in from the input',
 };
 
 export const simplifyField: INodeProperties = {
@@ -18,7 +19,8 @@ export const simplifyField: INodeProperties = {
 	name: 'simplify',
 	type: 'boolean',
 	default: false,
-	description: 'Whether to return a simplified version of each job (ID, title, status, progress, duration, cost, dates, cancellation reason, metadata) instead of the full object',
+	description:
+		'Whether to return a simplified version of each job (ID, title, status, progress, duration, cost, dates, cancellation reason, metadata) instead of the full object',
 };
 
 /** The fields people act on, flat. */
@@ -37,4 +39,3 @@ export function simplifyJob(job: Job): IDataObject {
 		metadata: job.metadata,
 	};
 }
-

@@ -1,4 +1,9 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { InputFile } from '../../media/binary';
@@ -11,23 +16,45 @@ import type { Order } from '../../orders/desk';
 import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import { inPlaceWait, parentWaitsForThisRun, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
+import {
+	inPlaceWait,
+	parentWaitsForThisRun,
+	resumeUrlFor,
+	waitForJobs,
+} from '../../waiting/webhook';
 
 const properties: INodeProperties[] = [
 	{
 		displayName: 'Source',
 		name: 'source',
 		type: 'options',
-		builderHint: { propertyHint: 'binary after a node that downloads the file (Google Drive Download, HTTP Request); s3 for a video in an S3 bucket (bucket and key from an S3 listing, nothing downloaded); url for a public media link' },
+		builderHint: {
+			propertyHint:
+				'binary after a node that downloads the file (Google Drive Download, HTTP Request); s3 for a video in an S3 bucket (bucket and key from an S3 listing, nothing downloaded); url for a public media link',
+		},
 		options: [
-			{ name: 'Binary File', value: 'binary', description: 'A file from an earlier node (Google Drive, S3, HTTP Request…): uploaded, then ordered, in one step' },
-			{ name: 'Media URL', value: 'url', description: 'A public http(s) URL of a video or audio file, or a video-sharing link' },
+			{
+				name: 'Binary File',
+				value: 'binary',
+				description:
+					'A file from an earlier node (Google Drive, S3, HTTP Request…): uploaded, then ordered, in one step',
+			},
+			{
+				name: 'Media URL',
+				value: 'url',
+				description: 'A public http(s) URL of a video or audio file, or a video-sharing link',
+			},
 			{
 				name: 'S3 Object',
 				value: 's3',
-				description: 'A file in S3 or an S3-compatible store: the service fetches it itself through a time-limited signed link, so no byte passes through n8n (any size, queue mode too)',
+				description:
+					'A file in S3 or an S3-compatible store: the service fetches it itself through a time-limited signed link, so no byte passes through n8n (any size, queue mode too)',
 			},
-			{ name: 'Upload ID', value: 'upload', description: 'The ID of a file already sent with Upload → Create' },
+			{
+				name: 'Upload ID',
+				value: 'upload',
+				description: 'The ID of a file already sent with Upload → Create',
+			},
 		],
 		default: 'binary',
 		description: 'Where the media to caption comes from',
@@ -60,7 +87,8 @@ const properties: INodeProperties[] = [
 		default: '',
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. my-videos',
-		description: 'The bucket that holds the video. May stay empty when Object Key is a whole s3://bucket/key.',
+		description:
+			'The bucket that holds the video. May stay empty when Object Key is a whole s3://bucket/key.',
 	},
 	{
 		displayName: 'Object Key',
@@ -70,7 +98,8 @@ const properties: INodeProperties[] = [
 		required: true,
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. lectures/intro.mp4',
-		description: 'The object\'s key (the Key field of the AWS S3 node\'s Get Many output), or a whole s3://bucket/key. One HEAD checks that it exists, may be read and is within 5.24 GB before anything is ordered.',
+		description:
+			"The object's key (the Key field of the AWS S3 node's Get Many output), or a whole s3://bucket/key. One HEAD checks that it exists, may be read and is within 5.24 GB before anything is ordered.",
 	},
 	{
 		displayName: 'Link Valid For (Hours)',
@@ -88,7 +117,8 @@ const properties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		placeholder: 'e.g. Interview with Maria',
-		description: 'Shown in the dashboard and used as the captions\' file name. Empty: the file name for a Binary File or S3 Object source, otherwise the job ID. The service allows 300 characters by default.',
+		description:
+			"Shown in the dashboard and used as the captions' file name. Empty: the file name for a Binary File or S3 Object source, otherwise the job ID. The service allows 300 characters by default.",
 	},
 	{
 		displayName: 'Options',
@@ -102,7 +132,8 @@ const properties: INodeProperties[] = [
 				name: 'atmospherics',
 				type: 'boolean',
 				default: true,
-				description: 'Whether to caption meaningful non-speech sounds such as [MUSIC] or [LAUGHTER]. Costs extra: priced as an add-on, as in the dashboard checkout.',
+				description:
+					'Whether to caption meaningful non-speech sounds such as [MUSIC] or [LAUGHTER]. Costs extra: priced as an add-on, as in the dashboard checkout.',
 			},
 			{
 				displayName: 'Glossary',
@@ -111,7 +142,8 @@ const properties: INodeProperties[] = [
 				typeOptions: { multipleValues: true, multipleValueButtonText: 'Add Term' },
 				default: [],
 				placeholder: 'e.g. Kubernetes',
-				description: 'Names and terms with their preferred spelling, used where the audio supports them (200 terms of 100 characters by default)',
+				description:
+					'Names and terms with their preferred spelling, used where the audio supports them (200 terms of 100 characters by default)',
 			},
 			{
 				displayName: 'Metadata',
@@ -120,13 +152,20 @@ const properties: INodeProperties[] = [
 				typeOptions: { multipleValues: true },
 				placeholder: 'Add Pair',
 				default: {},
-				description: 'Your key-value pairs, returned on the job and in its events (e.g. the Drive file ID, to match the captions to the file later). 20 keys by default; keys 1-40 characters, values up to 500.',
+				description:
+					'Your key-value pairs, returned on the job and in its events (e.g. the Drive file ID, to match the captions to the file later). 20 keys by default; keys 1-40 characters, values up to 500.',
 				options: [
 					{
 						displayName: 'Pair',
 						name: 'pair',
 						values: [
-							{ displayName: 'Key', name: 'key', type: 'string', default: '', placeholder: 'e.g. drive_file_id' },
+							{
+								displayName: 'Key',
+								name: 'key',
+								type: 'string',
+								default: '',
+								placeholder: 'e.g. drive_file_id',
+							},
 							{ displayName: 'Value', name: 'value', type: 'string', default: '' },
 						],
 					},
@@ -164,7 +203,8 @@ const properties: INodeProperties[] = [
 					{ name: 'NAME:', value: 'colon' },
 				],
 				default: 'gt_name',
-				description: 'How speaker changes are marked in SRT and VTT (ignored without speaker labels)',
+				description:
+					'How speaker changes are marked in SRT and VTT (ignored without speaker labels)',
 			},
 			{
 				displayName: 'Speaker Labels',
@@ -178,7 +218,11 @@ const properties: INodeProperties[] = [
 				name: 'style',
 				type: 'options',
 				options: [
-					{ name: 'Clean', value: 'clean', description: 'Removes fillers, false starts and stutters' },
+					{
+						name: 'Clean',
+						value: 'clean',
+						description: 'Removes fillers, false starts and stutters',
+					},
 					{ name: 'Verbatim', value: 'verbatim', description: 'Keeps every spoken word' },
 				],
 				default: 'clean',
@@ -190,7 +234,8 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. https://n8n.example.com/webhook/…/captioning',
-				description: 'HTTPS URL the service calls when the job completes or is cancelled. To start a workflow then, add a Captioning Trigger to that workflow and paste its Production URL here (open the trigger and click Webhook URLs → Production). The service does not follow redirects.',
+				description:
+					'HTTPS URL the service calls when the job completes or is cancelled. To start a workflow then, add a Captioning Trigger to that workflow and paste its Production URL here (open the trigger and click Webhook URLs → Production). The service does not follow redirects.',
 			},
 		],
 	},
@@ -200,7 +245,8 @@ const properties: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Redaction',
 		default: {},
-		description: 'Privacy controls for the caption text (the media is not changed). Costs extra: priced as an add-on, as in the dashboard checkout.',
+		description:
+			'Privacy controls for the caption text (the media is not changed). Costs extra: priced as an add-on, as in the dashboard checkout.',
 		options: [
 			{
 				displayName: 'Custom Replacement',
@@ -208,7 +254,8 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. (removed)',
-				description: 'The text that replaces each redaction when Replacement is Custom String: one line, 1-120 characters',
+				description:
+					'The text that replaces each redaction when Replacement is Custom String: one line, 1-120 characters',
 			},
 			{
 				displayName: 'Names',
@@ -236,8 +283,16 @@ const properties: INodeProperties[] = [
 				name: 'replacement',
 				type: 'options',
 				options: [
-					{ name: 'Category Label', value: 'category_label', description: 'A category such as [EMAIL]' },
-					{ name: 'Custom String', value: 'custom_string', description: 'The Custom Replacement text' },
+					{
+						name: 'Category Label',
+						value: 'category_label',
+						description: 'A category such as [EMAIL]',
+					},
+					{
+						name: 'Custom String',
+						value: 'custom_string',
+						description: 'The Custom Replacement text',
+					},
 					{ name: 'Redacted', value: 'redacted', description: '[REDACTED]' },
 					{ name: 'Silent', value: 'silent', description: 'Nothing' },
 				],
@@ -250,7 +305,8 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				typeOptions: { multipleValues: true, multipleValueButtonText: 'Add Term' },
 				default: [],
-				description: 'Your own terms to redact, one per entry: each a nonblank single line, at most 200',
+				description:
+					'Your own terms to redact, one per entry: each a nonblank single line, at most 200',
 			},
 		],
 	},
@@ -258,49 +314,74 @@ const properties: INodeProperties[] = [
 		displayName: 'Idempotency',
 		name: 'idempotency',
 		type: 'options',
-		builderHint: { propertyHint: 'custom with a key built from the source file\'s ID (e.g. drive- followed by the Drive file ID) when a trigger hands over files, so each file is ordered and charged once; auto otherwise' },
+		builderHint: {
+			propertyHint:
+				"custom with a key built from the source file's ID (e.g. drive- followed by the Drive file ID) when a trigger hands over files, so each file is ordered and charged once; auto otherwise",
+		},
 		options: [
 			{
 				name: 'Automatic',
 				value: 'auto',
 				description:
-					'The same order from this node is placed and charged once, whatever repeats it: retries, the execution\'s Retry (also after a crash), a schedule or a re-run over the same media. Same order = same media (a file by its bytes) and options.',
+					"The same order from this node is placed and charged once, whatever repeats it: retries, the execution's Retry (also after a crash), a schedule or a re-run over the same media. Same order = same media (a file by its bytes) and options.",
 			},
-			{ name: 'Custom Key', value: 'custom', description: 'Your own key, e.g. the Drive file ID: one order per key, across workflows too. Put a version in it (…-v2) to order the same media again on purpose.' },
-			{ name: 'None', value: 'none', description: 'No key: every run orders and charges again (a retry within the execution reads back its job). Choose this to order the same media again on purpose.' },
+			{
+				name: 'Custom Key',
+				value: 'custom',
+				description:
+					'Your own key, e.g. the Drive file ID: one order per key, across workflows too. Put a version in it (…-v2) to order the same media again on purpose.',
+			},
+			{
+				name: 'None',
+				value: 'none',
+				description:
+					'No key: every run orders and charges again (a retry within the execution reads back its job). Choose this to order the same media again on purpose.',
+			},
 		],
 		default: 'auto',
-		description: 'How the node keeps a repeated order from creating a second job and a second charge. To order the same media again on purpose, use a Custom Key with a version in it, or None.',
+		description:
+			'How the node keeps a repeated order from creating a second job and a second charge. To order the same media again on purpose, use a Custom Key with a version in it, or None.',
 	},
 	{
 		displayName: 'Idempotency Key',
 		name: 'idempotencyKey',
 		type: 'string',
-		builderHint: { propertyHint: 'A stable ID of the source file from the trigger, prefixed, e.g. drive- plus the Google Drive file ID' },
+		builderHint: {
+			propertyHint:
+				'A stable ID of the source file from the trigger, prefixed, e.g. drive- plus the Google Drive file ID',
+		},
 		default: '',
 		required: true,
 		displayOptions: { show: { idempotency: ['custom'] } },
 		placeholder: 'e.g. drive-file-1a2b3c',
-		description: '1-255 printable ASCII characters without spaces. Reusing it with a different order is refused by the service.',
+		description:
+			'1-255 printable ASCII characters without spaces. Reusing it with a different order is refused by the service.',
 	},
 	{
 		displayName: 'Wait for Completion',
 		name: 'waitForCompletion',
 		type: 'options',
-		builderHint: { propertyHint: 'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions' },
+		builderHint: {
+			propertyHint:
+				'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions',
+		},
 		options: [
-			{ name: "Don't Wait", value: 'none', description: 'Output the job as ordered (status queued)' },
+			{
+				name: "Don't Wait",
+				value: 'none',
+				description: 'Output the job as ordered (status queued)',
+			},
 			{
 				name: 'On Webhook',
 				value: 'webhook',
 				description:
-					'Durable: the execution sleeps in n8n\'s database (no process held; restarts and n8n Cloud\'s time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.',
+					"Durable: the execution sleeps in n8n's database (no process held; restarts and n8n Cloud's time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.",
 			},
 			{
 				name: 'Poll',
 				value: 'poll',
 				description:
-					'Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution\'s Retry then replays the orders and waits again)',
+					"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
 			},
 		],
 		default: 'none',
@@ -323,12 +404,15 @@ const properties: INodeProperties[] = [
 		default: 120,
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
 		description:
-			'How long to wait. Poll then fails the item; On Webhook resumes with the jobs as ordered (ID and status, to check later with Job → Get). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud\'s), a resume by Timeout counts from the execution\'s start: a Timeout longer than the limit ends in a cancel.',
+			"How long to wait. Poll then fails the item; On Webhook resumes with the jobs as ordered (ID and status, to check later with Job → Get). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
 	},
 	batchingField,
 ];
 
-export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['create'] } }, properties);
+export const description = updateDisplayOptions(
+	{ show: { resource: ['job'], operation: ['create'] } },
+	properties,
+);
 
 /** Everything is checked before the first request of the batch: a mistake costs nothing. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
@@ -344,16 +428,27 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		const object = s3ObjectOf(this, i);
 		const hours = Number(this.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
 		if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
-			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, { itemIndex: i, description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).` });
+			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, {
+				itemIndex: i,
+				description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).`,
+			});
 		}
 		s3 = { object, hours };
 		body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
 	}
 	// A signed link is up to about 1.5 KiB (2 with a session token): counted in before the limit.
-	const placeholder = source === 'binary' ? { upload_id: '00000000-0000-0000-0000-000000000000' } : source === 's3' ? { media_url: 'x'.repeat(2048) } : {};
+	const placeholder =
+		source === 'binary'
+			? { upload_id: '00000000-0000-0000-0000-000000000000' }
+			: source === 's3'
+				? { media_url: 'x'.repeat(2048) }
+				: {};
 	checkBodySize(this, i, { ...body, ...placeholder });
 	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
-	const customKey = idempotency === 'custom' ? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string) : undefined;
+	const customKey =
+		idempotency === 'custom'
+			? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string)
+			: undefined;
 	let wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
 	let interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
 	if (wait === 'webhook' && parentWaitsForThisRun(this)) {
@@ -364,7 +459,10 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	}
 	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
 	if (!(interval >= 1 && timeout >= 1)) {
-		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', { itemIndex: i, description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.' });
+		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', {
+			itemIndex: i,
+			description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.',
+		});
 	}
 	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
 	return { body, file, s3, idempotency, customKey, wait, interval, timeout };
@@ -375,7 +473,11 @@ export async function check(this: IExecuteFunctions, i: number, order: Order): P
 	if (order.s3) order.s3.checked = await checkS3Object(this, i, order.s3.object);
 }
 
-export async function execute(this: IExecuteFunctions, i: number, order: Order): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	i: number,
+	order: Order,
+): Promise<INodeExecutionData[]> {
 	const batch = batchOf(this);
 	const placed = await placeOrder(this, i, order, batch.desk);
 	batch.ordered.set(i, placed.job.id);
@@ -387,7 +489,14 @@ export async function execute(this: IExecuteFunctions, i: number, order: Order):
 		// Once every item is ordered: the execution sleeps until the events say all jobs are final.
 		batch.afterRun ??= async (outputs) => {
 			const timeoutMinutes = order.timeout;
-			if (await waitForJobs(this, outputs, { timeoutMinutes, orderedElsewhere: batch.orderedElsewhere, waiter: batch.waiter })) batch.notes.webhookElsewhere = true;
+			if (
+				await waitForJobs(this, outputs, {
+					timeoutMinutes,
+					orderedElsewhere: batch.orderedElsewhere,
+					waiter: batch.waiter,
+				})
+			)
+				batch.notes.webhookElsewhere = true;
 		};
 	}
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];

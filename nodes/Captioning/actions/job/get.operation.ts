@@ -7,7 +7,10 @@ import { jobIdField, simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [jobIdField, simplifyField];
 
-export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['get'] } }, properties);
+export const description = updateDisplayOptions(
+	{ show: { resource: ['job'], operation: ['get'] } },
+	properties,
+);
 
 /** The item's Job ID; refuses an empty one. */
 export function getJobId(ctx: IExecuteFunctions, i: number): string {
@@ -15,7 +18,8 @@ export function getJobId(ctx: IExecuteFunctions, i: number): string {
 	if (!id) {
 		throw new NodeOperationError(ctx.getNode(), 'Job ID is empty', {
 			itemIndex: i,
-			description: 'Enter the ID of a caption job, e.g. the ID field output by Job → Create or the Captioning Trigger.',
+			description:
+				'Enter the ID of a caption job, e.g. the ID field output by Job → Create or the Captioning Trigger.',
 		});
 	}
 	return id;

@@ -1,7 +1,18 @@
-import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type {
+	IDataObject,
+	IExecuteFunctions,
+	INodeExecutionData,
+	INodeProperties,
+} from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { filtersWhileReading, metadataKeyField, metadataMatches, metadataValueField, titleMatches } from '../../listing/filters';
+import {
+	filtersWhileReading,
+	metadataKeyField,
+	metadataMatches,
+	metadataValueField,
+	titleMatches,
+} from '../../listing/filters';
 import type { Job } from '../../model/types';
 import { jobPages, listJobs } from '../../transport/jobs';
 import { batchOf } from '../items';
@@ -65,14 +76,18 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. Weekly Show',
-				description: 'Only jobs whose title contains this text (ignoring case). Checked by n8n while reading.',
+				description:
+					'Only jobs whose title contains this text (ignoring case). Checked by n8n while reading.',
 			},
 		],
 	},
 	{ ...simplifyField, default: true },
 ];
 
-export const description = updateDisplayOptions({ show: { resource: ['job'], operation: ['getAll'] } }, properties);
+export const description = updateDisplayOptions(
+	{ show: { resource: ['job'], operation: ['getAll'] } },
+	properties,
+);
 
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
 	const returnAll = this.getNodeParameter('returnAll', i) as boolean;
@@ -80,12 +95,22 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	const filters = this.getNodeParameter('filters', i, {}) as IDataObject;
 	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
 	const { status, ...rest } = filters;
-	const jobs = filtersWhileReading(rest) ? await findJobs(this, status ? { status } : {}, rest, limit, i) : await listJobs(this, filters, limit, i);
-	return jobs.map((job) => ({ json: simplify ? simplifyJob(job) : (job as unknown as IDataObject) }));
+	const jobs = filtersWhileReading(rest)
+		? await findJobs(this, status ? { status } : {}, rest, limit, i)
+		: await listJobs(this, filters, limit, i);
+	return jobs.map((job) => ({
+		json: simplify ? simplifyJob(job) : (job as unknown as IDataObject),
+	}));
 }
 
 /** Reads the list (by status) a page of 100 at a time, keeping matches, until Limit matched. */
-async function findJobs(ctx: IExecuteFunctions, byService: IDataObject, filters: IDataObject, limit: number | undefined, i: number): Promise<Job[]> {
+async function findJobs(
+	ctx: IExecuteFunctions,
+	byService: IDataObject,
+	filters: IDataObject,
+	limit: number | undefined,
+	i: number,
+): Promise<Job[]> {
 	const found: Job[] = [];
 	let read = 0;
 	for await (const page of jobPages(ctx, byService, { itemIndex: i })) {
@@ -97,6 +122,9 @@ async function findJobs(ctx: IExecuteFunctions, byService: IDataObject, filters:
 		}
 	}
 	const { notes } = batchOf(ctx);
-	notes.wholeHistory = { read: (notes.wholeHistory?.read ?? 0) + read, matched: (notes.wholeHistory?.matched ?? 0) + found.length };
+	notes.wholeHistory = {
+		read: (notes.wholeHistory?.read ?? 0) + read,
+		matched: (notes.wholeHistory?.matched ?? 0) + found.length,
+	};
 	return found;
 }

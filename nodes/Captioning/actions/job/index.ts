@@ -18,7 +18,8 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Create',
 				value: 'create',
-				description: 'Order captions for a media file, a media URL, an S3 object or an uploaded file, optionally waiting for them',
+				description:
+					'Order captions for a media file, a media URL, an S3 object or an uploaded file, optionally waiting for them',
 				action: 'Order captions',
 			},
 			{
@@ -30,7 +31,8 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Get Captions',
 				value: 'getCaptions',
-				description: 'Download the captions of a completed job as files (SRT, VTT, TXT, DOCX, JSON), or as text in the item (the transcript an AI Agent reads)',
+				description:
+					'Download the captions of a completed job as files (SRT, VTT, TXT, DOCX, JSON), or as text in the item (the transcript an AI Agent reads)',
 				action: 'Get captions of a job as transcript text or files',
 			},
 			{

@@ -8,13 +8,20 @@ import { uploadFile } from '../../transport/files';
 
 const properties: INodeProperties[] = [inputFileField, batchingField];
 
-export const description = updateDisplayOptions({ show: { resource: ['upload'], operation: ['create'] } }, properties);
+export const description = updateDisplayOptions(
+	{ show: { resource: ['upload'], operation: ['create'] } },
+	properties,
+);
 
 /** Finds the file and checks its size: nothing is sent yet. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<InputFile> {
 	return await readInputFile(this, i, this.getNodeParameter('binaryPropertyName', i) as string);
 }
 
-export async function execute(this: IExecuteFunctions, i: number, file: InputFile): Promise<INodeExecutionData[]> {
+export async function execute(
+	this: IExecuteFunctions,
+	i: number,
+	file: InputFile,
+): Promise<INodeExecutionData[]> {
 	return [{ json: await uploadFile(this, file, i) }];
 }
