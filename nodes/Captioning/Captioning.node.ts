@@ -11,7 +11,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
-import { testS3Credential } from './media/s3Object';
+import { testS3Credential } from './media/s3Credential';
 import { resume } from './waiting/webhook';
 import { router } from './actions/router';
 import * as upload from './actions/upload';

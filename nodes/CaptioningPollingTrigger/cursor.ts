@@ -81,6 +81,76 @@ export async function firstState(ctx: IPollFunctions): Promise<PollState> {
 	return { started: true, cursor, open, reported: [] };
 }
 
+/** What a poll finds as it reads: jobs finished, jobs still open, the next cursor. */
+interface Found {
+	finished: Job[];
+	open: Record<string, string>;
+	/** Open jobs the pages have not reached yet. */
+	unseen: Set<string>;
+	next?: { createdAt: string; ids: string[] };
+}
+
+/**
+ * Reads the job list down past the cursor: jobs above it (or at its instant, not seen then) are new,
+ * and open jobs the pages reach are read for free. Stops once past the cursor with every open job
+ * reached, or a few pages further (the rest are read another way).
+ */
+async function readPastCursor(ctx: IPollFunctions, state: PollState, found: Found): Promise<void> {
+	const { cursor } = state;
+	const cursorAt = cursor ? at(cursor.createdAt) : -Infinity;
+	const seenAtCursor = new Set(cursor?.ids ?? []);
+	const oldestOpen = Math.min(...Object.values(found.open).map(at));
+	const budget = Math.ceil(found.unseen.size / 100) + 1;
+	// Without a cursor (the workspace had no job at activation) every job listed is new.
+	let pastCursor = false;
+	let pagesPastCursor = 0;
+	for await (const page of jobPages(ctx)) {
+		for (const job of page) {
+			found.next ??= { createdAt: job.created_at, ids: [] };
+			if (at(job.created_at) === at(found.next.createdAt)) found.next.ids.push(job.id);
+			if (at(job.created_at) < cursorAt) pastCursor = true;
+			const isNew = !pastCursor && !(at(job.created_at) === cursorAt && seenAtCursor.has(job.id));
+			if (isNew || found.unseen.has(job.id)) note(found, job);
+			found.unseen.delete(job.id);
+		}
+		if (!pastCursor) continue;
+		const last = page.at(-1);
+		if (
+			!last ||
+			found.unseen.size === 0 ||
+			at(last.created_at) < oldestOpen ||
+			++pagesPastCursor >= budget
+		)
+			break;
+	}
+	// Nothing newer than the cursor: the ids seen at its time add up.
+	if (found.next && cursor && at(found.next.createdAt) === cursorAt)
+		found.next.ids = [...new Set([...cursor.ids, ...found.next.ids])];
+}
+
+/** A job the poll reached: finished, or (still) open. */
+function note(found: Found, job: Job): void {
+	if (isFinal(job)) {
+		found.finished.push(job);
+		delete found.open[job.id];
+	} else {
+		found.open[job.id] = job.created_at;
+	}
+}
+
+/** Open jobs further back than the pages read: the open lists say which still are; the others are read one by one. */
+async function readOpenFurtherBack(ctx: IPollFunctions, found: Found): Promise<void> {
+	const stillOpen =
+		found.unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
+	for (const id of found.unseen) {
+		if (stillOpen.has(id)) continue;
+		const job = await readIfThere(ctx, id);
+		// Deleted, or not in this workspace any more: nothing more will come of it.
+		if (!job) delete found.open[id];
+		else if (isFinal(job)) note(found, job);
+	}
+}
+
 /**
  * One poll: the jobs that finished since the state was taken (oldest completion first), and the
  * state to keep after them. Reads nothing it does not need, and changes nothing (the caller keeps
@@ -90,75 +160,24 @@ export async function finishedSince(
 	ctx: IPollFunctions,
 	state: PollState,
 ): Promise<{ finished: Job[]; next: PollState }> {
-	const open = { ...state.open };
-	const finished: Job[] = [];
-	const unseen = new Set(Object.keys(open));
-	const oldestOpen = Math.min(...Object.values(open).map(at));
-	const cursor = state.cursor;
-	const cursorAt = cursor ? at(cursor.createdAt) : -Infinity;
-	const seenAtCursor = new Set(cursor?.ids ?? []);
-	// Pages past the cursor, read only to reach open jobs: a bound, after which they are read another way.
-	const budget = Math.ceil(unseen.size / 100) + 1;
-	// The next cursor: the newest creation time listed, with every id listed at it.
-	let next: { createdAt: string; ids: string[] } | undefined;
-	// Without a cursor (the workspace had no job at activation) every job listed is new.
-	let pastCursor = false;
-	let pagesPastCursor = 0;
-	for await (const page of jobPages(ctx)) {
-		for (const job of page) {
-			if (!next) next = { createdAt: job.created_at, ids: [] };
-			if (at(job.created_at) === at(next.createdAt)) next.ids.push(job.id);
-			if (at(job.created_at) < cursorAt) pastCursor = true;
-			const isNew = !pastCursor && !(at(job.created_at) === cursorAt && seenAtCursor.has(job.id));
-			if (isNew || unseen.has(job.id)) {
-				// A job created since the last poll, or an open job the pages reached.
-				if (isFinal(job)) {
-					finished.push(job);
-					delete open[job.id];
-				} else {
-					open[job.id] = job.created_at;
-				}
-			}
-			unseen.delete(job.id);
-		}
-		if (pastCursor) {
-			const last = page.at(-1);
-			if (
-				unseen.size === 0 ||
-				!last ||
-				at(last.created_at) < oldestOpen ||
-				++pagesPastCursor >= budget
-			)
-				break;
-		}
-	}
-	// Nothing newer than the cursor: the ids seen at its time add up.
-	if (next && cursor && at(next.createdAt) === cursorAt)
-		next.ids = [...new Set([...cursor.ids, ...next.ids])];
-
-	if (unseen.size > 0) {
-		// Open jobs further back: the open lists say which still are; the others are read one by one.
-		const stillOpen =
-			unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
-		for (const id of unseen) {
-			if (stillOpen.has(id)) continue;
-			const job = await readIfThere(ctx, id);
-			if (!job) {
-				// Deleted, or not in this workspace any more: nothing more will come of it.
-				delete open[id];
-			} else if (isFinal(job)) {
-				finished.push(job);
-				delete open[id];
-			}
-		}
-	}
-
+	const found: Found = {
+		finished: [],
+		open: { ...state.open },
+		unseen: new Set(Object.keys(state.open ?? {})),
+	};
+	await readPastCursor(ctx, state, found);
+	if (found.unseen.size > 0) await readOpenFurtherBack(ctx, found);
 	// Reported in the order they finished; jobs that finished together, in the order they were created.
-	const inOrder = finished
+	const inOrder = found.finished
 		.reverse()
 		.sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
 	return {
 		finished: inOrder,
-		next: { started: true, cursor: next ?? cursor ?? null, open, reported: state.reported ?? [] },
+		next: {
+			started: true,
+			cursor: found.next ?? state.cursor ?? null,
+			open: found.open,
+			reported: state.reported ?? [],
+		},
 	};
 }

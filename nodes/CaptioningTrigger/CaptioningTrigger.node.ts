@@ -16,7 +16,7 @@ import { backsUp, eventRead, respond } from '../Captioning/events/verify';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { pause } from '../Captioning/transport';
+import { sleep } from '../Captioning/transport';
 import {
 	acceptEvent,
 	claimEvent,
@@ -181,7 +181,7 @@ async function handleEvent(
 		// duplicate; failed: this one takes over). Not known in time: the service tries again later.
 		const outcome = await Promise.race([
 			seen.outcome,
-			pause(Math.max(0, deadline - Date.now())).then(() => undefined),
+			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
 		]);
 		if (outcome === undefined)
 			return respond(ctx, 503, {
@@ -209,10 +209,10 @@ async function startWith(
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
 		// A delivery that proved itself with the Secret Token goes first; others do not outrank a workflow's own requests.
-		const urgency = ctx.getNodeParameter('token', '') ? 'answer' : 'work';
+		const priority = ctx.getNodeParameter('token', '') ? 'high' : 'normal';
 		const read = await Promise.race([
-			readTogether(ctx, event, urgency),
-			pause(Math.max(0, deadline - Date.now())).then(() => undefined),
+			readTogether(ctx, event, priority),
+			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
 		]);
 		if (read === undefined) {
 			releaseEvent(ctx, event);

@@ -20,9 +20,9 @@ import { NodeApiError } from 'n8n-workflow';
 import type { CaptioningEvent } from '../Captioning/model/events';
 import { isFinal, verificationProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { CREDENTIAL_NAME, pause } from '../Captioning/transport';
+import { CREDENTIAL_NAME, sleep } from '../Captioning/transport';
 import { readJobsSettled } from '../Captioning/transport/jobs';
-import type { Urgency } from '../Captioning/transport/pacing';
+import type { Priority } from '../Captioning/transport/rateLimits';
 
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */
@@ -37,7 +37,7 @@ export const readBackLimits = {
 interface Waiting {
 	ctx: IWebhookFunctions;
 	event: CaptioningEvent;
-	urgency: Urgency;
+	priority: Priority;
 	resolve: (result: Job | Error) => void;
 }
 
@@ -119,7 +119,7 @@ function keep(reader: Reader, job: Job): void {
 export async function readTogether(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
-	urgency: Urgency,
+	priority: Priority,
 ): Promise<Job | Error> {
 	const reader = readerOf(ctx);
 	const kept = recentFor(reader, event);
@@ -127,7 +127,7 @@ export async function readTogether(
 	const unknown = reader.unknown.get(event.data.id);
 	if (unknown) return unknown.error;
 	const read = new Promise<Job | Error>((resolve) =>
-		reader.queue.push({ ctx, event, urgency, resolve }),
+		reader.queue.push({ ctx, event, priority, resolve }),
 	);
 	if (!reader.draining) void drain(reader);
 	return await read;
@@ -137,7 +137,7 @@ async function drain(reader: Reader): Promise<void> {
 	reader.draining = true;
 	try {
 		while (reader.queue.length > 0) {
-			await pause(Math.max(0, reader.lastReadAt + readBackLimits.spacingMs - Date.now()));
+			await sleep(Math.max(0, reader.lastReadAt + readBackLimits.spacingMs - Date.now()));
 			const batch = reader.queue.splice(0);
 			reader.lastReadAt = Date.now();
 			// Read with the credentials of a request still waiting for the answer (the batch's first).
@@ -147,9 +147,9 @@ async function drain(reader: Reader): Promise<void> {
 					id: w.event.data.id,
 					created_at: String(w.event.data.created_at ?? ''),
 				}));
-				const urgency = batch.some((w) => w.urgency === 'answer') ? 'answer' : 'work';
+				const priority = batch.some((w) => w.priority === 'high') ? 'high' : 'normal';
 				read = await readJobsSettled(batch[0].ctx, jobs, {
-					urgency,
+					priority,
 					seen: (job) => keep(reader, job),
 					retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
 				});

@@ -1,5 +1,5 @@
 // Typed access to the sandbox (plain JavaScript, a dev tool) for the tests.
-import { forgetPaces } from '../../nodes/Captioning/transport/pacing';
+import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const server = require('../../sandbox/server') as {
@@ -153,6 +153,6 @@ export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}
 		sandbox.setCaptionsOn('api');
 		sandbox.setCreationTime(null);
 		// Each test starts with the service's limits unknown, as a fresh n8n process would.
-		forgetPaces();
+		forgetRateLimits();
 	});
 }

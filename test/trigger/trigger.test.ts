@@ -7,7 +7,7 @@ import type { IDataObject } from 'n8n-workflow';
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { eventMemory } from '../../nodes/CaptioningTrigger/handledEvents';
 import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
-import { forgetPaces } from '../../nodes/Captioning/transport/pacing';
+import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 import { binaryDataService } from '../engine/workflow';
 import type { ServedTrigger } from '../engine/servedTrigger';
 import { serveTrigger } from '../engine/servedTrigger';
@@ -496,12 +496,12 @@ describe('bursts: events that arrive together are read back together', () => {
 			});
 			expect(t.stored).toHaveLength(0);
 			// Once the reads go again, the redelivery is handled (the claim was given back).
-			forgetPaces();
+			forgetRateLimits();
 			expect((await post(t.url, event)).status).toBe(200);
 			expect(t.executions).toHaveLength(1);
 		} finally {
 			readBackLimits.answerWithinMs = within;
-			forgetPaces();
+			forgetRateLimits();
 		}
 	});
 

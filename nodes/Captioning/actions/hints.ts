@@ -4,8 +4,8 @@ import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n
 
 import { captionLimits } from '../captions';
 import { inPlaceWait } from '../waiting/webhook';
-import type { RunNotes } from './items';
-import { batchOf } from './items';
+import type { RunNotes } from './batchState';
+import { batchOf } from './batchState';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 

@@ -3,10 +3,10 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { DEFAULT_CONCURRENCY } from '../transport/runSlots';
+import { DEFAULT_CONCURRENCY } from '../transport/concurrency';
 import { showHints } from './hints';
-import type { Operation } from './items';
-import { runItems } from './items';
+import type { Operation } from './runItems';
+import { runItems } from './runItems';
 import * as account from './account';
 import * as job from './job';
 import * as upload from './upload';

@@ -7,26 +7,17 @@ import { NodeOperationError } from 'n8n-workflow';
 import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
 import type { CaptionFormat, Job } from '../model/types';
+import { CAPTION_FORMATS } from '../model/types';
 
-export const CAPTION_MIME_TYPES: Record<CaptionFormat, string> = {
-	srt: 'application/x-subrip',
-	vtt: 'text/vtt',
-	txt: 'text/plain',
-	docx: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-	json: 'application/json',
-};
+const FORMATS = Object.keys(CAPTION_FORMATS) as CaptionFormat[];
 
 export const formatsField: INodeProperties = {
 	displayName: 'Formats',
 	name: 'formats',
 	type: 'multiOptions',
-	options: [
-		{ name: 'DOCX (Word Transcript)', value: 'docx' },
-		{ name: 'JSON (Segments With Speakers)', value: 'json' },
-		{ name: 'SRT (Subtitles)', value: 'srt' },
-		{ name: 'TXT (Plain Transcript)', value: 'txt' },
-		{ name: 'VTT (Web Subtitles)', value: 'vtt' },
-	],
+	options: FORMATS.map((value) => ({ name: CAPTION_FORMATS[value].label, value })).sort((a, b) =>
+		a.name.localeCompare(b.name),
+	),
 	default: ['srt'],
 	required: true,
 	description:
@@ -74,7 +65,7 @@ export function captionsAsFor(ctx: IExecuteFunctions, i: number): CaptionsAs {
 
 /** A format with no text for the JSON (DOCX) chosen for the JSON alone: the fix, before any request. */
 export function captionsAsProblem(formats: CaptionFormat[], as: CaptionsAs): string | undefined {
-	if (as === 'json' && formats.includes('docx')) {
+	if (as === 'json' && formats.some((format) => CAPTION_FORMATS[format].json === 'file')) {
 		return "DOCX is a Word file and has no text for the item's JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX";
 	}
 	return undefined;
@@ -140,20 +131,13 @@ export interface CaptionFailure {
 	error: Error;
 }
 
-/**
- * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
- * (see CaptionsAs); refuses a job without captions. A download that fails throws, unless `settle`:
- * then the formats that came are output, and those that did not are listed in `failed`.
- */
-export async function captionOutputs(
+/** Refuses a job without these captions (not completed, cancelled, or a format not listed). */
+function captionsOf(
 	ctx: IExecuteFunctions,
 	i: number,
 	job: Job,
 	formats: CaptionFormat[],
-	field: string,
-	as: CaptionsAs = 'binary',
-	settle = false,
-): Promise<{ binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] }> {
+): Record<CaptionFormat, string> {
 	if (job.status !== 'completed' || !job.captions) {
 		const why =
 			job.status === 'cancelled'
@@ -175,7 +159,55 @@ export async function captionOutputs(
 			description: `The service listed: ${Object.keys(captions).join(', ')}.`,
 		});
 	}
-	// The formats download together, within the node run's places and the key's pace.
+	return captions;
+}
+
+/** The downloaded formats' text for the item's JSON, each cut at the limit (`caption_truncated` names them). */
+function captionText(
+	ctx: IExecuteFunctions,
+	i: number,
+	job: Job,
+	formats: CaptionFormat[],
+	files: Map<CaptionFormat, Download>,
+): IDataObject {
+	const json: IDataObject = {};
+	const text: IDataObject = {};
+	const truncated: string[] = [];
+	for (const format of formats) {
+		const file = files.get(format);
+		const kind = CAPTION_FORMATS[format].json;
+		if (!file || kind === 'file') continue;
+		if (kind === 'segments') {
+			const segments = segmentsOf(ctx, i, job, file.data);
+			Object.assign(json, segments.json);
+			if (segments.truncated) truncated.push(format);
+			continue;
+		}
+		const cut = bounded(file.data.toString('utf8'));
+		text[format] = cut.text;
+		if (cut.truncated) truncated.push(format);
+	}
+	if (Object.keys(text).length > 0) json.caption_text = text;
+	if (truncated.length > 0) json.caption_truncated = truncated;
+	return json;
+}
+
+/**
+ * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
+ * (see CaptionsAs); refuses a job without captions. A download that fails throws, unless `settle`:
+ * then the formats that came are output, and those that did not are listed in `failed`.
+ */
+export async function captionOutputs(
+	ctx: IExecuteFunctions,
+	i: number,
+	job: Job,
+	formats: CaptionFormat[],
+	field: string,
+	as: CaptionsAs = 'binary',
+	settle = false,
+): Promise<{ binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] }> {
+	const captions = captionsOf(ctx, i, job, formats);
+	// The formats download together, within the run's Concurrency and the key's rate limits.
 	const settled = await Promise.allSettled(
 		formats.map(async (format) => await downloadFile(ctx, captions[format], { itemIndex: i })),
 	);
@@ -187,40 +219,19 @@ export async function captionOutputs(
 	});
 	if (failed.length > 0 && !settle) throw failed[0].error;
 	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = {
-		json: {},
+		json: as === 'binary' ? {} : captionText(ctx, i, job, formats, files),
 		failed,
 	};
 	if (as !== 'json' && files.size > 0) {
 		out.binary = {};
-		for (const format of formats) {
-			const file = files.get(format);
-			if (!file) continue;
+		for (const [format, file] of files) {
 			const name = formats.length === 1 ? field : `${field}_${format}`;
 			out.binary[name] = await ctx.helpers.prepareBinaryData(
 				file.data,
 				captionFileName(job, format),
-				CAPTION_MIME_TYPES[format],
+				CAPTION_FORMATS[format].mimeType,
 			);
 		}
-	}
-	if (as !== 'binary') {
-		const text: IDataObject = {};
-		const truncated: string[] = [];
-		for (const format of formats) {
-			const file = files.get(format);
-			if (!file || format === 'docx') continue;
-			if (format === 'json') {
-				const segments = segmentsOf(ctx, i, job, file.data);
-				Object.assign(out.json, segments.json);
-				if (segments.truncated) truncated.push(format);
-				continue;
-			}
-			const cut = bounded(file.data.toString('utf8'));
-			text[format] = cut.text;
-			if (cut.truncated) truncated.push(format);
-		}
-		if (Object.keys(text).length > 0) out.json.caption_text = text;
-		if (truncated.length > 0) out.json.caption_truncated = truncated;
 	}
 	return out;
 }

@@ -1,23 +1,20 @@
-// Job → Create's S3 Object source (docs/s3.md): one signed HEAD checks the object
-// (exists, readable, within the service's size), then the service gets a time-limited signed GET
-// URL as media_url and fetches the media itself. No media byte passes through n8n.
-// The credential is our own (captioningS3Api) and is tested here, by the node (`testedBy`): S3
-// answers in XML, and each of its error codes has its own fix.
+// Job → Create's S3 Object source (docs/s3.md): one signed HEAD checks the object (exists,
+// readable, within the service's size), then the service gets a time-limited signed GET URL as
+// media_url and fetches the media itself. No media byte passes through n8n.
 import type {
 	ICredentialDataDecryptedObject,
-	ICredentialsDecrypted,
-	ICredentialTestFunctions,
 	IExecuteFunctions,
 	IHttpRequestOptions,
 	IN8nHttpFullResponse,
-	INodeCredentialTestResult,
 } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
-import { bucketUrl, objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
-import { header, networkCode, refuse } from '../transport/errors';
-import { pause } from '../transport/sleep';
+import { objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
+import { header, refuse } from '../transport/errors';
+import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
+import { explainS3, s3Error } from './s3Answers';
 
 export const S3_CREDENTIAL = 'captioningS3Api';
 
@@ -120,90 +117,58 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	return { bucket: bucketField, key: keyField };
 }
 
-/** The <Code> and <Message> of an S3 error body. */
-function s3Error(body: unknown): { code: string; message: string } {
-	const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
-	const tag = (name: string) => text.match(new RegExp(`<${name}>([^<]*)</${name}>`))?.[1] ?? '';
-	return { code: tag('Code'), message: tag('Message') };
-}
-
-/** What an S3 error means and what to do, for an object or for the credential test. */
-export function explainS3(
-	status: number,
-	code: string,
-	region: string,
-	bucketRegion: string,
-	what: string,
-): string {
-	if (bucketRegion && bucketRegion !== region)
-		return `${what} is in region ${bucketRegion}, but the credential says ${region}: set Region to ${bucketRegion} in the Captioning S3 Media credential.`;
-	switch (code) {
-		case 'InvalidAccessKeyId':
-			return 'The Access Key ID is not known to this store: copy it again (and check Custom Endpoint: a key of one store is unknown to another).';
-		case 'SignatureDoesNotMatch':
-			return 'The Secret Access Key does not match the Access Key ID: copy the secret again.';
-		case 'AuthorizationHeaderMalformed':
-			return `The store refused the signature's scope, most often a wrong Region (now ${region}): set the bucket's region in the credential.`;
-		case 'ExpiredToken':
-		case 'TokenRefreshRequired':
-			return 'The Session Token has expired: enter fresh temporary credentials.';
-		case 'InvalidToken':
-			return 'The Session Token is not valid for this key: enter the token issued with it, or leave Session Token empty for a permanent key.';
-		case 'AccessDenied':
-		case 'AllAccessDisabled':
-			return `The credential may not read ${what}: give its user or role s3:GetObject on it (and s3:ListBucket to tell a missing key from a denied one).`;
-		case 'NoSuchBucket':
-			return `${what}: the bucket does not exist in this store. Check Bucket Name (and Custom Endpoint).`;
-		case 'NoSuchKey':
-			return `${what} does not exist: check Object Key (keys are case-sensitive; the AWS S3 node's Get Many lists them).`;
-		default:
-			break;
-	}
-	if (status === 403)
-		return `The store refused to let this credential read ${what} (403): wrong Secret Access Key, or no s3:GetObject permission on it.`;
-	if (status === 404)
-		return `${what} does not exist: check Bucket Name and Object Key (keys are case-sensitive).`;
-	if (status === 301 || status === 307)
-		return `${what} is not served at this endpoint${bucketRegion ? ` (its region is ${bucketRegion})` : ''}: check Region and Custom Endpoint in the credential.`;
-	return `The store answered ${status}${code ? ` ${code}` : ''}. Check the credential's Region and Custom Endpoint.`;
-}
-
-/**
- * A signed bodiless request to the store, retried on network errors and 5xx (S3's 503 SlowDown).
- * Answers the response, or the network code when none came.
- */
-async function s3Request(
-	send: (options: IHttpRequestOptions) => Promise<IN8nHttpFullResponse>,
+/** A signed bodiless request to the store, signed when it is sent (a signature is valid for 15 minutes). */
+export function s3Options(
 	access: S3Access,
 	method: 'GET' | 'HEAD',
 	url: string,
+): IHttpRequestOptions {
+	return {
+		method,
+		url,
+		headers: signedHeaders(access, method, url, new Date()),
+		returnFullResponse: true,
+		ignoreHttpStatusErrors: true,
+		disableFollowRedirect: true,
+		encoding: 'text',
+		timeout: 30000,
+	};
+}
+
+/**
+ * The object's HEAD, with the transport's retries (network errors and 5xx, S3's 503 SlowDown among
+ * them): the answer, whatever its status below 500, or the network code when none came.
+ */
+async function headObject(
+	ctx: IExecuteFunctions,
+	i: number,
+	access: S3Access,
+	url: string,
 ): Promise<IN8nHttpFullResponse | { networkCode: string }> {
-	for (let attempt = 1; ; attempt++) {
-		// Signed per attempt: a signature is valid for 15 minutes from its date.
-		const headers = signedHeaders(access, method, url, new Date());
-		let result: IN8nHttpFullResponse | { networkCode: string };
-		try {
-			result = await send({
-				method,
-				url,
-				headers,
-				returnFullResponse: true,
-				ignoreHttpStatusErrors: true,
-				disableFollowRedirect: true,
-				encoding: 'text',
-				timeout: 30000,
-			});
-			if (result.statusCode < 500) return result;
-		} catch (error) {
-			result = { networkCode: networkCode(error) };
-		}
-		if (attempt >= 3) return result;
-		await pause(500 * 2 ** (attempt - 1));
+	try {
+		return await sendWithRetries(
+			ctx,
+			{
+				retryable: true,
+				limit: 'storage',
+				target: `the S3 store at ${origin(access)}`,
+				itemIndex: i,
+				keep: (status) => status < 500,
+			},
+			async () =>
+				(await ctx.helpers.httpRequest(s3Options(access, 'HEAD', url))) as IN8nHttpFullResponse,
+		);
+	} catch (error) {
+		// No answer after the retries (the transport names the network code); anything else stands.
+		const code =
+			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
+		if (!code || code === 'not_sent') throw error as NodeApiError;
+		return { networkCode: code };
 	}
 }
 
 /** In words: n8n replaces an error message that holds a code such as ECONNREFUSED with its own. */
-const NETWORK_WORDS: Record<string, string> = {
+export const NETWORK_WORDS: Record<string, string> = {
 	ECONNREFUSED: 'connection refused',
 	ENOTFOUND: 'host not found',
 	EAI_AGAIN: 'host not found',
@@ -212,8 +177,65 @@ const NETWORK_WORDS: Record<string, string> = {
 	ECONNABORTED: 'timed out',
 };
 
-function origin(access: S3Access): string {
+export function origin(access: S3Access): string {
 	return new URL(serviceUrl(access)).origin;
+}
+
+/** Refuses what the HEAD answered when it is not a readable object within the service's size. */
+function refuseUnreadable(
+	ctx: IExecuteFunctions,
+	i: number,
+	access: S3Access,
+	name: string,
+	response: IN8nHttpFullResponse | { networkCode: string },
+): IN8nHttpFullResponse {
+	if ('networkCode' in response) {
+		const code = response.networkCode;
+		refuse(
+			ctx,
+			i,
+			`Could not reach the S3 store at ${origin(access)} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
+			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
+		);
+	}
+	const status = response.statusCode;
+	if (status !== 200) {
+		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
+		const code =
+			header(response, 'x-amz-error-code') ||
+			s3Error(response.body).code ||
+			(status === 404 ? 'NoSuchKey' : '');
+		const explained = explainS3(
+			status,
+			code,
+			access.region,
+			header(response, 'x-amz-bucket-region'),
+			name,
+		);
+		refuse(
+			ctx,
+			i,
+			`${name} cannot be read (${status}${code ? ` ${code}` : ''})`,
+			`${explained} Nothing was ordered.`,
+		);
+	}
+	const size = Number(header(response, 'content-length'));
+	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES) {
+		refuse(
+			ctx,
+			i,
+			`${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`,
+			'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.',
+		);
+	}
+	if (size === 0)
+		refuse(
+			ctx,
+			i,
+			`${name} is empty (0 bytes)`,
+			'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.',
+		);
+	return response;
 }
 
 /**
@@ -235,51 +257,8 @@ export async function checkS3Object(
 		);
 	const name = `S3 object s3://${object.bucket}/${object.key}`;
 	const url = objectUrl(access, object);
-	const response = await s3Request(
-		async (options) => (await ctx.helpers.httpRequest(options)) as IN8nHttpFullResponse,
-		access,
-		'HEAD',
-		url,
-	);
-	if ('networkCode' in response) {
-		const code = response.networkCode;
-		refuse(
-			ctx,
-			i,
-			`Could not reach the S3 store at ${origin(access)} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
-			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
-		);
-	}
-	const status = response.statusCode;
-	if (status !== 200) {
-		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
-		const code =
-			header(response, 'x-amz-error-code') ||
-			s3Error(response.body).code ||
-			(status === 404 ? 'NoSuchKey' : '');
-		refuse(
-			ctx,
-			i,
-			`${name} cannot be read (${status}${code ? ` ${code}` : ''})`,
-			`${explainS3(status, code, access.region, header(response, 'x-amz-bucket-region'), name)} Nothing was ordered.`,
-		);
-	}
+	const response = refuseUnreadable(ctx, i, access, name, await headObject(ctx, i, access, url));
 	const size = Number(header(response, 'content-length'));
-	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES) {
-		refuse(
-			ctx,
-			i,
-			`${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`,
-			'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.',
-		);
-	}
-	if (size === 0)
-		refuse(
-			ctx,
-			i,
-			`${name} is empty (0 bytes)`,
-			'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.',
-		);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId
@@ -288,63 +267,4 @@ export async function checkS3Object(
 	// A versioned bucket: the link names the version checked, so the service fetches what was checked.
 	const checked: S3Object = versionId && !object.versionId ? { ...object, versionId } : object;
 	return { access, object: checked, url, size, version };
-}
-
-/** The credential test: lists one object of Bucket to Test, or the buckets; each failure says its fix. */
-export async function testS3Credential(
-	this: ICredentialTestFunctions,
-	credential: ICredentialsDecrypted,
-): Promise<INodeCredentialTestResult> {
-	const data = credential.data ?? {};
-	const access = s3AccessOf(data);
-	if (typeof access === 'string') return { status: 'Error', message: access };
-	const bucket = String(data.testBucket ?? '').trim();
-	// A listing under a prefix no one uses: the same checks (key, secret, region, s3:ListBucket), no object names read.
-	const url = bucket
-		? `${bucketUrl(access, bucket)}?list-type=2&max-keys=1&prefix=n8n-credential-test`
-		: serviceUrl(access);
-	const what = bucket ? `bucket ${bucket}` : 'the bucket list';
-	const response = await s3Request(
-		async (options) => {
-			// A credential test gets one helper from n8n, the deprecated `request`, which n8n's
-			// verification scanner refuses in a community node: so Node's own fetch (no redirects).
-			const res = await fetch(options.url, {
-				method: options.method,
-				headers: options.headers as Record<string, string>,
-				redirect: 'manual',
-				signal: AbortSignal.timeout(30000),
-			});
-			return {
-				statusCode: res.status,
-				headers: Object.fromEntries(res.headers.entries()),
-				body: await res.text(),
-			};
-		},
-		access,
-		'GET',
-		url,
-	);
-	if ('networkCode' in response) {
-		return {
-			status: 'Error',
-			message: `Could not reach the S3 store at ${origin(access)} (${response.networkCode}): check Custom Endpoint (empty for AWS) and Region`,
-		};
-	}
-	if (response.statusCode === 200)
-		return { status: 'OK', message: 'Connection tested successfully' };
-	const { code, message } = s3Error(response.body);
-	const bucketRegion =
-		header(response, 'x-amz-bucket-region') ||
-		(message.match(/expecting '([a-z0-9-]+)'/)?.[1] ?? '');
-	if (code === 'AccessDenied' && !bucket) {
-		return {
-			status: 'Error',
-			message:
-				'The key and secret are right, but this credential may not list buckets (s3:ListAllMyBuckets). Enter a Bucket to Test that it may read, and test again.',
-		};
-	}
-	return {
-		status: 'Error',
-		message: `${explainS3(response.statusCode, code, access.region, bucketRegion, what)} (${response.statusCode}${code ? ` ${code}` : ''})`,
-	};
 }

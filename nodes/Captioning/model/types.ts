@@ -7,8 +7,24 @@ export type FileBody =
 	| Buffer
 	| Awaited<ReturnType<IExecuteFunctions['helpers']['getBinaryStream']>>;
 
-export const CAPTION_FORMATS = ['srt', 'vtt', 'txt', 'docx', 'json'] as const;
-export type CaptionFormat = (typeof CAPTION_FORMATS)[number];
+/**
+ * The caption formats (interface part 1), the one list of them: the panel's options, the files'
+ * types and what each gives the item's JSON come from here (test/package/formats.test.ts holds the
+ * sandbox's renderers and the docs to it). `text`: its text goes into caption_text; `segments`:
+ * its segments into caption_segments; `file`: a file only (no text for the JSON).
+ */
+export const CAPTION_FORMATS = {
+	srt: { label: 'SRT (Subtitles)', mimeType: 'application/x-subrip', json: 'text' },
+	vtt: { label: 'VTT (Web Subtitles)', mimeType: 'text/vtt', json: 'text' },
+	txt: { label: 'TXT (Plain Transcript)', mimeType: 'text/plain', json: 'text' },
+	docx: {
+		label: 'DOCX (Word Transcript)',
+		mimeType: 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+		json: 'file',
+	},
+	json: { label: 'JSON (Segments With Speakers)', mimeType: 'application/json', json: 'segments' },
+} as const;
+export type CaptionFormat = keyof typeof CAPTION_FORMATS;
 
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];

@@ -75,6 +75,78 @@ function stringList(value: unknown): string[] {
 	return [];
 }
 
+/** Redaction terms as the service takes them: each a nonblank single line, at most 200. */
+function redactionTerms(ctx: IExecuteFunctions, i: number, value: unknown): string[] {
+	const terms = stringList(value);
+	terms.forEach((term, n) => {
+		if (term.trim() === '')
+			refuse(
+				ctx,
+				i,
+				`Redaction term ${n + 1} is blank`,
+				'Each redaction term must be a nonblank single line. Remove the empty term or fill it in.',
+			);
+		if (MULTI_LINE.test(term))
+			refuse(
+				ctx,
+				i,
+				`Redaction term ${n + 1} spans several lines`,
+				'Each redaction term must be a single line: add one term per line break as separate terms.',
+			);
+	});
+	if (terms.length > 200) {
+		refuse(
+			ctx,
+			i,
+			`Redactions has ${terms.length} terms`,
+			'The service accepts at most 200 redaction terms. Remove some, or redact by category (PII, Names, Organizations).',
+		);
+	}
+	return terms;
+}
+
+/** Custom Replacement: required with Replacement Custom String (one line, 1-120 characters), refused without it. */
+function customReplacement(
+	ctx: IExecuteFunctions,
+	i: number,
+	replacement: unknown,
+	custom: string | undefined,
+): string | undefined {
+	if (replacement !== 'custom_string') {
+		if (custom !== undefined && custom !== '')
+			refuse(
+				ctx,
+				i,
+				'Custom Replacement is set but Replacement is not Custom String',
+				'Set Replacement to Custom String to use it, or remove Custom Replacement.',
+			);
+		return undefined;
+	}
+	if (custom === undefined || custom.trim() === '') {
+		refuse(
+			ctx,
+			i,
+			'Custom Replacement is missing',
+			'With Replacement set to Custom String, add Custom Replacement: the text (1-120 characters, one line) that replaces each redaction.',
+		);
+	}
+	if (MULTI_LINE.test(custom))
+		refuse(
+			ctx,
+			i,
+			'Custom Replacement spans several lines',
+			'Custom Replacement must be a single line of 1-120 characters.',
+		);
+	if (custom.length > 120)
+		refuse(
+			ctx,
+			i,
+			`Custom Replacement is ${custom.length} characters long`,
+			'Custom Replacement must be 1-120 characters. Shorten it.',
+		);
+	return custom;
+}
+
 function buildRedactions(
 	ctx: IExecuteFunctions,
 	i: number,
@@ -84,67 +156,15 @@ function buildRedactions(
 	for (const key of ['pii', 'names', 'organizations'] as const) {
 		if (r[key] !== undefined) out[key] = Boolean(r[key]);
 	}
-	if (r.terms !== undefined) {
-		const terms = stringList(r.terms);
-		terms.forEach((term, n) => {
-			if (term.trim() === '')
-				refuse(
-					ctx,
-					i,
-					`Redaction term ${n + 1} is blank`,
-					'Each redaction term must be a nonblank single line. Remove the empty term or fill it in.',
-				);
-			if (MULTI_LINE.test(term))
-				refuse(
-					ctx,
-					i,
-					`Redaction term ${n + 1} spans several lines`,
-					'Each redaction term must be a single line: add one term per line break as separate terms.',
-				);
-		});
-		if (terms.length > 200)
-			refuse(
-				ctx,
-				i,
-				`Redactions has ${terms.length} terms`,
-				'The service accepts at most 200 redaction terms. Remove some, or redact by category (PII, Names, Organizations).',
-			);
-		out.terms = terms;
-	}
+	if (r.terms !== undefined) out.terms = redactionTerms(ctx, i, r.terms);
 	if (r.replacement !== undefined) out.replacement = r.replacement as Redactions['replacement'];
-	const custom = r.customReplacement as string | undefined;
-	if (out.replacement === 'custom_string') {
-		if (custom === undefined || custom.trim() === '') {
-			refuse(
-				ctx,
-				i,
-				'Custom Replacement is missing',
-				'With Replacement set to Custom String, add Custom Replacement: the text (1-120 characters, one line) that replaces each redaction.',
-			);
-		}
-		if (MULTI_LINE.test(custom))
-			refuse(
-				ctx,
-				i,
-				'Custom Replacement spans several lines',
-				'Custom Replacement must be a single line of 1-120 characters.',
-			);
-		if (custom.length > 120)
-			refuse(
-				ctx,
-				i,
-				`Custom Replacement is ${custom.length} characters long`,
-				'Custom Replacement must be 1-120 characters. Shorten it.',
-			);
-		out.custom_replacement = custom;
-	} else if (custom !== undefined && custom !== '') {
-		refuse(
-			ctx,
-			i,
-			'Custom Replacement is set but Replacement is not Custom String',
-			'Set Replacement to Custom String to use it, or remove Custom Replacement.',
-		);
-	}
+	const custom = customReplacement(
+		ctx,
+		i,
+		r.replacement,
+		r.customReplacement as string | undefined,
+	);
+	if (custom !== undefined) out.custom_replacement = custom;
 	return Object.keys(out).length ? out : undefined;
 }
 

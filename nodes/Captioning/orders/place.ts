@@ -20,11 +20,11 @@ import { withoutToken } from '../transport/secrets';
 import {
 	LOOKUP_PAGES,
 	type Order,
-	type OrderDesk,
+	type RunOrders,
 	type Placed,
 	sameOrder,
 	withoutWebhookUrl,
-} from './desk';
+} from './runOrders';
 import {
 	automaticKey,
 	canonicalJson,
@@ -110,13 +110,13 @@ async function readFile(
 	ctx: IExecuteFunctions,
 	i: number,
 	file: InputFile,
-	desk: OrderDesk,
+	orders: RunOrders,
 ): Promise<{ sha: string; uploadId?: string }> {
 	const digests = digestsOf(ctx);
 	if (file.binaryId && digests[file.binaryId]) return { sha: digests[file.binaryId] };
 	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
 	const probe = await fileProbe(file);
-	if (await desk.maybeSent(probe)) return { sha: remember(await fileSha256(file)) };
+	if (await orders.maybeSent(probe)) return { sha: remember(await fileSha256(file)) };
 	const hashing = hashingReads(file);
 	const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
 	return { sha: remember(hashing.sha256()), uploadId };
@@ -131,14 +131,14 @@ async function uploadFor(
 	ctx: IExecuteFunctions,
 	i: number,
 	file: InputFile,
-	desk: OrderDesk,
+	orders: RunOrders,
 	mark: string,
 	tag: string,
 	fresh?: string,
 ): Promise<string> {
 	const uploads = uploadsOf(ctx);
 	uploads[mark] ??=
-		fresh ?? (await desk.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
+		fresh ?? (await orders.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
 	return uploads[mark];
 }
 
@@ -168,7 +168,7 @@ export async function placeOrder(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
-	desk: OrderDesk,
+	orders: RunOrders,
 ): Promise<Placed> {
 	const body = { ...order.body };
 	const file = order.file;
@@ -182,13 +182,13 @@ export async function placeOrder(
 		if (order.s3) body.media_url = signedLink(ctx, order, `${i} ${s3Identity(order)}`);
 		return await placeWithoutKey(ctx, i, body);
 	}
-	const read = file ? await readFile(ctx, i, file, desk) : undefined;
+	const read = file ? await readFile(ctx, i, file, orders) : undefined;
 	const { key, identity } = keyOf(ctx, order, read?.sha) as { key: string; identity: string };
 	const mark = `${key} ${identity}`;
 	const tag = orderTag(key, read?.sha);
-	return await desk.shared(key, identity, async () => {
+	return await orders.shared(key, identity, async () => {
 		body.metadata = tagged(body, tag);
-		if (file) body.upload_id = await uploadFor(ctx, i, file, desk, mark, tag, read?.uploadId);
+		if (file) body.upload_id = await uploadFor(ctx, i, file, orders, mark, tag, read?.uploadId);
 		if (order.s3) body.media_url = signedLink(ctx, order, mark);
 		try {
 			return await post(ctx, i, body, key);
@@ -201,7 +201,7 @@ export async function placeOrder(
 			// The key's earlier order differs from this body only in what this execution has (its On
 			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay. An On
 			// Webhook order's events go to the execution that ordered it: this one waits another way.
-			const earlier = await desk.findTagged(tag);
+			const earlier = await orders.findTagged(tag);
 			if (earlier && isThisOrder(earlier, order, body)) {
 				return {
 					job: earlier,

@@ -195,19 +195,6 @@ export function networkCode(cause: unknown): string {
 	return code ?? 'ECONNECTION';
 }
 
-/** n8n 2.x marks what its own policy refused to send (its SSRF protection): the one reach into n8n's internals here. */
-const REFUSED_BY_N8N = Symbol.for('n8n.backend-network.non-retryable-error');
-
-/**
- * Whether n8n refused to send the request (2.x's SSRF protection marks its refusals): only then is
- * it "not sent". Any other failure without a response may have reached the service (a reset after
- * the request left is the commonest network fault), so it is a network failure, tried again with
- * the same Idempotency-Key.
- */
-export function refusedByN8n(cause: unknown): boolean {
-	return chain(cause).some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true);
-}
-
 /** A request that failed inside n8n before it was sent: what n8n said, not a network error. */
 export function notSentError(
 	node: INode,

@@ -6,7 +6,7 @@ import type { FileBody, Upload } from '../model/types';
 import type { ApiContext, RetryPolicy } from './index';
 import { apiRequest, sendWithRetries } from './index';
 import { CREDENTIAL_NAME, serviceOf, underBaseUrl } from './service';
-import type { Urgency } from './pacing';
+import type { Priority } from './rateLimits';
 
 export interface PutOptions {
 	uploadUrl: string;
@@ -27,7 +27,7 @@ export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Prom
 		ctx,
 		{
 			retryable: true,
-			lane: 'storage',
+			limit: 'storage',
 			target,
 			itemIndex: options.itemIndex,
 			retry: options.retry,
@@ -54,37 +54,41 @@ export interface Download {
 	contentType: string;
 }
 
-/**
- * Downloads a captions link, as listed by the service on the job read through the API (never a
- * link from a posted event). The API key goes only to URLs under the Base URL (and then no
- * redirect is followed, and the download counts against the key's reads, in its pace: `bulk` by
- * default, after waiting verifications and orders); any other http(s) link is fetched without it;
- * other schemes are refused.
- */
-export async function downloadFile(
-	ctx: ApiContext,
-	url: string,
-	options: { itemIndex?: number; urgency?: Urgency; retry?: Partial<RetryPolicy> } = {},
-): Promise<Download> {
-	const { itemIndex, retry } = options;
+/** Refuses a captions link that is not http(s), before anything is sent. */
+function checkLink(ctx: ApiContext, url: string, itemIndex?: number): void {
 	let protocol = '';
 	try {
 		protocol = new URL(url).protocol;
 	} catch {
 		protocol = '';
 	}
-	if (protocol !== 'https:' && protocol !== 'http:') {
-		throw new NodeOperationError(
-			ctx.getNode(),
-			'A captions link of the job is not an http(s) URL, so it was not fetched',
-			{
-				itemIndex,
-				description:
-					'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
-			},
-		);
-	}
-	const { baseUrl, pace } = await serviceOf(ctx, itemIndex);
+	if (protocol === 'https:' || protocol === 'http:') return;
+	throw new NodeOperationError(
+		ctx.getNode(),
+		'A captions link of the job is not an http(s) URL, so it was not fetched',
+		{
+			itemIndex,
+			description:
+				'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
+		},
+	);
+}
+
+/**
+ * Downloads a captions link, as listed by the service on the job read through the API (never a
+ * link from a posted event). The API key goes only to URLs under the Base URL (and then no
+ * redirect is followed, and the download counts against the key's reads, at `low` priority by
+ * default, after verifications and orders); any other http(s) link is fetched without it; other
+ * schemes are refused.
+ */
+export async function downloadFile(
+	ctx: ApiContext,
+	url: string,
+	options: { itemIndex?: number; priority?: Priority; retry?: Partial<RetryPolicy> } = {},
+): Promise<Download> {
+	const { itemIndex, retry } = options;
+	checkLink(ctx, url, itemIndex);
+	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',
@@ -98,17 +102,12 @@ export async function downloadFile(
 	const target = withKey
 		? `the captioning service at ${new URL(baseUrl).origin}`
 		: `the captions host ${new URL(url).origin}`;
+	const limits = withKey
+		? ({ limit: 'read', rateLimits } as const)
+		: ({ limit: 'storage' } as const);
 	const response = await sendWithRetries(
 		ctx,
-		{
-			retryable: true,
-			lane: withKey ? 'read' : 'storage',
-			pace,
-			urgency: options.urgency ?? 'bulk',
-			target,
-			itemIndex,
-			retry,
-		},
+		{ retryable: true, ...limits, priority: options.priority ?? 'low', target, itemIndex, retry },
 		async () =>
 			withKey
 				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
@@ -122,7 +121,6 @@ export async function downloadFile(
 		contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
 	};
 }
-
 /** Creates the upload record, then PUTs the file to its presigned URL. Returns the Upload (without its URL). */
 export async function uploadFile(
 	ctx: ApiContext,

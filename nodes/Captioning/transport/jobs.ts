@@ -5,7 +5,7 @@ import type { IDataObject } from 'n8n-workflow';
 import type { Job, JobList } from '../model/types';
 import type { ApiContext, RetryPolicy } from './index';
 import { apiRequest, segment } from './index';
-import type { Urgency } from './pacing';
+import type { Priority } from './rateLimits';
 
 const PAGE_SIZE = 100;
 
@@ -15,8 +15,8 @@ export async function readJob(
 	id: string,
 	options: {
 		itemIndex?: number;
-		priority?: number;
-		urgency?: Urgency;
+		position?: number;
+		priority?: Priority;
 		retry?: Partial<RetryPolicy>;
 	} = {},
 ): Promise<Job> {
@@ -33,8 +33,8 @@ export async function* jobPages(
 	filters: IDataObject = {},
 	options: {
 		itemIndex?: number;
-		priority?: number;
-		urgency?: Urgency;
+		position?: number;
+		priority?: Priority;
 		retry?: Partial<RetryPolicy>;
 		pageSize?: (read: number) => number;
 	} = {},
@@ -47,8 +47,8 @@ export async function* jobPages(
 		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', {
 			qs,
 			itemIndex: options.itemIndex,
+			position: options.position,
 			priority: options.priority,
-			urgency: options.urgency,
 			retry: options.retry,
 		});
 		read += body.data.length;
@@ -77,9 +77,9 @@ export async function listJobs(
 
 export interface ReadOptions {
 	/** Place among the node run's places. */
-	priority?: number;
+	position?: number;
 	/** Place in the key's pace: `answer` when a caller waits for it (a trigger, a resume). */
-	urgency?: Urgency;
+	priority?: Priority;
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
 	retry?: Partial<RetryPolicy>;
@@ -96,7 +96,7 @@ export async function readJobsSettled(
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
-	const { priority, urgency, seen, retry } = options;
+	const { position, priority, seen, retry } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -104,7 +104,7 @@ export async function readJobsSettled(
 		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { priority, urgency, retry })) {
+			for await (const page of jobPages(ctx, {}, { position, priority, retry })) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -128,7 +128,7 @@ export async function readJobsSettled(
 	await Promise.all(
 		[...unseen].map(async (id) => {
 			try {
-				read.set(id, await readJob(ctx, id, { priority, urgency, retry }));
+				read.set(id, await readJob(ctx, id, { position, priority, retry }));
 			} catch (error) {
 				read.set(id, error as Error);
 			}

@@ -2,14 +2,14 @@
 // why a request left the line unsent.
 
 /** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
-export class TurnAborted extends Error {
+export class NoLongerWanted extends Error {
 	constructor() {
 		super('Not sent: no longer wanted');
 	}
 }
 
 /** A request that waited for its turn until its deadline, and was not sent. */
-export class TurnTimedOut extends Error {
+export class WaitedTooLong extends Error {
 	constructor(waitedMs: number) {
 		super(
 			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
@@ -18,7 +18,7 @@ export class TurnTimedOut extends Error {
 }
 
 /** The service asked the key to wait longer than a request may: nothing is sent until then. */
-export class HeldTooLong extends Error {
+export class ServiceAskedToWait extends Error {
 	constructor(
 		readonly until: number,
 		capMs: number,
@@ -47,4 +47,22 @@ export function takeFirst<T extends { rank: number; seq: number; since?: number 
 		if (t < b || (t === b && queue[i].seq < queue[best].seq)) best = i;
 	}
 	return queue.splice(best, 1)[0];
+}
+
+/** A request waiting in a line: its rank, its number, since when it waits, and how it leaves. */
+export interface Waiting {
+	rank: number;
+	seq: number;
+	/** When it joined the queue (it moves up as it waits). */
+	since: number;
+	resolve: (done: () => void) => void;
+	reject: (error: Error) => void;
+	leave: () => void;
+}
+
+let requests = 0;
+
+/** A request's number in the order they came: kept across the attempts of one request. */
+export function nextRequestNumber(): number {
+	return ++requests;
 }

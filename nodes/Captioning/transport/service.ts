@@ -1,4 +1,4 @@
-// Who the credentials name: the service's checked Base URL and the pace of their key there.
+// Who the credentials name: the service's checked Base URL and the rate limits of their key there.
 import type {
 	IExecuteFunctions,
 	IHookFunctions,
@@ -9,8 +9,8 @@ import type {
 import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
-import type { KeyPace } from './pacing';
-import { paceFor } from './pacing';
+import type { KeyRateLimits } from './rateLimits';
+import { rateLimitsFor } from './rateLimits';
 
 export type ApiContext =
 	| IExecuteFunctions
@@ -28,17 +28,17 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 		.replace(/\/+$/, '');
 }
 
-/** The service as the credentials name it: the checked Base URL, and the pace of their key there. */
+/** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
 export interface Service {
 	baseUrl: string;
-	pace: KeyPace;
+	rateLimits: KeyRateLimits;
 }
 
 const services = new WeakMap<object, Map<number, Promise<Service>>>();
 
 /**
- * The credentials' Base URL, checked and without a trailing slash, and the pace shared by every
- * request with the same key at that Base URL (found by a digest of both: the key is not kept).
+ * The credentials' Base URL, checked and without a trailing slash, and the rate limits shared by
+ * every request with the same key at that Base URL (found by a digest of both: the key is not kept).
  * Read once per node run and item.
  */
 export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service> {
@@ -79,7 +79,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const identity = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
-	return { baseUrl, pace: paceFor(identity) };
+	return { baseUrl, rateLimits: rateLimitsFor(identity) };
 }
 
 /**

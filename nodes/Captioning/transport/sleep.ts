@@ -2,7 +2,7 @@
 import * as workflow from 'n8n-workflow';
 
 /** Sleeps, waking early (with an error) when the execution is cancelled. */
-export async function pause(ms: number, signal?: AbortSignal): Promise<void> {
+export async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 	// n8n 1.x has sleepWithAbort(ms, signal); n8n 2.x folds it into sleep(ms, signal).
 	const withAbort = (
 		workflow as { sleepWithAbort?: (ms: number, signal: AbortSignal) => Promise<void> }

@@ -8,11 +8,11 @@ import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { isFinal } from '../model/events';
 import type { Job } from '../model/types';
-import { cancelSignal, pause } from '../transport';
+import { cancelSignal, sleep } from '../transport';
 import { readJobsSettled } from '../transport/jobs';
 
-/** Reads of a round come before any item's request (priority among the run's requests). */
-const ROUND_PRIORITY = -1;
+/** Reads of a round come before any item's request (their position among the run's requests). */
+const ROUND_POSITION = -1;
 
 /** A Timeout's minute (tests shorten it to see a Timeout end a wait). */
 export const waitLimits = { minuteMs: 60000 };
@@ -94,7 +94,7 @@ export class JobWaiter {
 
 	/** The wait's Timeout, kept by a timer of its own: it fires whatever a round is doing. */
 	private startTimer(id: string, wait: ItemWait): void {
-		pause(Math.max(0, wait.deadline - Date.now()), wait.stopTimer.signal).then(
+		sleep(Math.max(0, wait.deadline - Date.now()), wait.stopTimer.signal).then(
 			() => this.end(id, (w) => w.reject(this.timeoutError(id, w)), wait),
 			() => undefined, // stopped: the wait ended otherwise
 		);
@@ -123,7 +123,7 @@ export class JobWaiter {
 		try {
 			while (this.watched.size > 0) {
 				const waits = [...this.watched.values()].flatMap((w) => w.waits);
-				await pause(Math.min(...waits.map((w) => w.intervalMs)), cancelSignal(this.ctx));
+				await sleep(Math.min(...waits.map((w) => w.intervalMs)), cancelSignal(this.ctx));
 				if (this.watched.size > 0) await this.round();
 			}
 		} catch (error) {
@@ -138,7 +138,7 @@ export class JobWaiter {
 	private async round(): Promise<void> {
 		this.rounds += 1;
 		const jobs = [...this.watched.values()].map((w) => w.job);
-		const read = await readJobsSettled(this.ctx, jobs, { priority: ROUND_PRIORITY });
+		const read = await readJobsSettled(this.ctx, jobs, { position: ROUND_POSITION });
 		for (const [id, result] of read) {
 			const watched = this.watched.get(id);
 			if (!watched) continue;

@@ -21,6 +21,7 @@ import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { jobPages, readJobsSettled } from '../transport/jobs';
+import { waitWithItems } from '../transport/n8nPrivate';
 import type { JobWaiter } from './poll';
 
 /**
@@ -62,38 +63,6 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 export const inPlaceWait = { pollS: 15 };
 
 /**
- * Whether this run is a sub-workflow whose parent waits for it (n8n's Execute Sub-workflow with
- * "wait for completion", or an AI tool's workflow): there On Webhook waits in place. n8n 1.x resumes
- * such a parent with its own input instead of the sub-workflow's items once the sub-workflow has
- * slept on a webhook (measured in 1.122.5; 2.x hands them back), and nothing a node can read tells
- * the two apart. n8n's own rule: a parent that did not say it waits (shouldResume unset) is resumed.
- */
-export function parentWaitsForThisRun(ctx: IExecuteFunctions): boolean {
-	if (ctx.getMode() !== 'integrated') return false;
-	// n8n-core's execution context keeps the run's data in a public field not on IExecuteFunctions.
-	const data = (
-		ctx as unknown as { runExecutionData?: { parentExecution?: { shouldResume?: boolean } } }
-	).runExecutionData;
-	return data?.parentExecution?.shouldResume !== false;
-}
-
-/**
- * Puts the execution to sleep until the events (or the Timeout), leaving the run's outputs (the
- * jobs as ordered, error items too) where n8n keeps the node's input.
- */
-async function sleepUntilEvents(
-	ctx: IExecuteFunctions,
-	outputs: INodeExecutionData[],
-	until: Date,
-): Promise<void> {
-	ctx.getExecuteData().data.main[0] = outputs.map((item) => ({
-		json: item.json,
-		pairedItem: item.pairedItem,
-	}));
-	await ctx.putExecutionToWait(until);
-}
-
-/**
  * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
  * (a repeat of orders that finished); checked here every `inPlaceWait.pollS` seconds when an open
  * job was ordered by another execution (its events go to that execution's URL: a re-run, a
@@ -108,7 +77,7 @@ export async function waitForJobs(
 	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
 	if (open.length === 0) return false;
 	if (!open.some((item) => options.orderedElsewhere.has(item.json.id as string))) {
-		await sleepUntilEvents(ctx, outputs, new Date(Date.now() + options.timeoutMinutes * 60000));
+		await waitWithItems(ctx, outputs, new Date(Date.now() + options.timeoutMinutes * 60000));
 		return false;
 	}
 	await Promise.all(
@@ -151,7 +120,7 @@ async function openJobOf(ctx: IWebhookFunctions, ids: Set<string>): Promise<Job 
 	];
 	for (const { status, pages } of lists) {
 		let read = 0;
-		for await (const page of jobPages(ctx, { status }, { urgency: 'answer' })) {
+		for await (const page of jobPages(ctx, { status }, { priority: 'high' })) {
 			const open = page.find((job) => ids.has(job.id));
 			if (open) return open;
 			if (++read >= pages) break;
@@ -192,7 +161,7 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 			});
 		}
 		if (open) return { webhookResponse: { received: true, resumed: false } };
-		jobs = await readJobsSettled(this, batch, { urgency: 'answer' });
+		jobs = await readJobsSettled(this, batch, { priority: 'high' });
 	} catch (error) {
 		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
 	}

@@ -10,18 +10,15 @@ import type { InputFile } from '../../media/binary';
 import { inputFileField, readInputFile } from '../../media/binary';
 import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
-import { batchingField, batchOf } from '../items';
+import { batchingField } from '../batching';
+import { batchOf } from '../batchState';
 import { checkCustomKey } from '../../orders/keys';
-import type { Order } from '../../orders/desk';
+import type { Order } from '../../orders/runOrders';
 import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import {
-	inPlaceWait,
-	parentWaitsForThisRun,
-	resumeUrlFor,
-	waitForJobs,
-} from '../../waiting/webhook';
+import { inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
+import { parentWaitsForThisRun } from '../../transport/n8nPrivate';
 
 const properties: INodeProperties[] = [
 	{
@@ -479,7 +476,7 @@ export async function execute(
 	order: Order,
 ): Promise<INodeExecutionData[]> {
 	const batch = batchOf(this);
-	const placed = await placeOrder(this, i, order, batch.desk);
+	const placed = await placeOrder(this, i, order, batch.orders);
 	batch.ordered.set(i, placed.job.id);
 	batch.replays.add(replaysOf(order));
 	let job = placed.job;

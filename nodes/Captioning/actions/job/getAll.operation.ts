@@ -15,7 +15,7 @@ import {
 } from '../../listing/filters';
 import type { Job } from '../../model/types';
 import { jobPages, listJobs } from '../../transport/jobs';
-import { batchOf } from '../items';
+import { batchOf } from '../batchState';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [

@@ -6,7 +6,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../items';
+import { batchingField } from '../batching';
 import type { CaptionsAs } from '../../captions';
 import {
 	captionOutputs,

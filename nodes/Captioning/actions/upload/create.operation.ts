@@ -1,7 +1,7 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../items';
+import { batchingField } from '../batching';
 import type { InputFile } from '../../media/binary';
 import { inputFileField, readInputFile } from '../../media/binary';
 import { uploadFile } from '../../transport/files';

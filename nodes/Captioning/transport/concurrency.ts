@@ -1,7 +1,7 @@
 // A node run's own places (Batching → Concurrency): at most that many of its requests under way,
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
 // its turn from the key's pace (pacing.ts).
-import { takeFirst, TurnAborted } from './queue';
+import { takeFirst, NoLongerWanted } from './queue';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
 export const DEFAULT_CONCURRENCY = 4;
@@ -14,7 +14,7 @@ export class BatchStopped extends Error {
 }
 
 interface Waiter {
-	/** The item's priority: the lowest first. */
+	/** Its position among the run's requests (the item index): the lowest first. */
 	rank: number;
 	seq: number;
 	resolve: () => void;
@@ -22,7 +22,7 @@ interface Waiter {
 }
 
 /** A node run's places: Batching → Concurrency, the lowest item first, none once the run stopped. */
-export class RunSlots {
+export class RunConcurrency {
 	private active = 0;
 	private readonly waiters: Waiter[] = [];
 	private seq = 0;
@@ -39,15 +39,15 @@ export class RunSlots {
 		return this.stopping.signal.aborted;
 	}
 
-	/** Waits for a place (lowest priority first); resolves with the release. */
-	async acquire(priority: number, signal?: AbortSignal): Promise<() => void> {
+	/** Waits for its turn within Concurrency (the lowest position first); resolves with the release. */
+	async acquire(position: number, signal?: AbortSignal): Promise<() => void> {
 		if (this.stopped) throw new BatchStopped();
-		if (signal?.aborted) throw new TurnAborted();
+		if (signal?.aborted) throw new NoLongerWanted();
 		if (this.active < this.concurrency && this.waiters.length === 0) {
 			this.active += 1;
 		} else {
 			await new Promise<void>((resolve, reject) =>
-				this.waiters.push({ rank: priority, seq: this.seq++, resolve, reject }),
+				this.waiters.push({ rank: position, seq: this.seq++, resolve, reject }),
 			);
 		}
 		let released = false;
@@ -75,13 +75,13 @@ export class RunSlots {
 	}
 }
 
-const runs = new WeakMap<object, RunSlots>();
+const runs = new WeakMap<object, RunConcurrency>();
 
 /** Makes every request sent through `ctx` (one node run) share these places. */
-export function useRunSlots(ctx: object, slots: RunSlots): void {
+export function useConcurrency(ctx: object, slots: RunConcurrency): void {
 	runs.set(ctx, slots);
 }
 
-export function runSlotsOf(ctx: object): RunSlots | undefined {
+export function concurrencyOf(ctx: object): RunConcurrency | undefined {
 	return runs.get(ctx);
 }

@@ -1,6 +1,6 @@
-// What the orders of one node run share (the order desk): n8n's deduplication store, the job pages a
-// lookup of an earlier order read (once for the whole run), and the orders under way, so that equal
-// orders of a batch are one POST.
+// What the orders of one node run share: the hints of files sent before, the job pages a lookup of
+// an earlier order reads (once for the whole run), and the orders under way, so that equal orders
+// of a batch are one POST.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
@@ -10,7 +10,7 @@ import { jobPages } from '../transport/jobs';
 import { withoutToken } from '../transport/secrets';
 import type { S3Access, S3Object } from '../transport/s3';
 import { canonicalJson, ORDER_TAG } from './keys';
-import { Remembered } from './remembered';
+import { FileHints } from './fileHints';
 
 /** How far back a lookup of an earlier order reads the job list (pages of 100, newest first). */
 export const LOOKUP_PAGES = 10;
@@ -36,19 +36,19 @@ export interface Placed {
 }
 
 /** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
-export class OrderDesk {
-	readonly remembered: Remembered | undefined;
+export class RunOrders {
+	readonly hints: FileHints | undefined;
 	private readonly pages: Array<Promise<{ jobs: Job[]; more: boolean }>> = [];
 	private pageReader: AsyncGenerator<Job[]> | undefined;
 	private readonly underWay = new Map<string, Promise<Placed>>();
 
 	constructor(private readonly ctx: IExecuteFunctions) {
-		this.remembered = Remembered.of(ctx);
+		this.hints = FileHints.of(ctx);
 	}
 
 	/** Page n of the job list, read once for the whole run. */
 	private async page(n: number): Promise<{ jobs: Job[]; more: boolean }> {
-		this.pageReader ??= jobPages(this.ctx, {}, { priority: -1 });
+		this.pageReader ??= jobPages(this.ctx, {}, { position: -1 });
 		while (this.pages.length <= n) {
 			const previous = this.pages.at(-1) ?? Promise.resolve({ jobs: [], more: true });
 			const reader = this.pageReader;
@@ -70,7 +70,7 @@ export class OrderDesk {
 	 * store records the probe (one write; a hint only: without it the order is still placed once).
 	 */
 	async maybeSent(probe: string): Promise<boolean> {
-		return this.remembered ? (await this.remembered.record([`probe ${probe}`])).size > 0 : true;
+		return this.hints ? await this.hints.seenBefore(probe) : true;
 	}
 
 	/** The newest job ordered with this order tag (orders/keys.ts), among the newest jobs. */

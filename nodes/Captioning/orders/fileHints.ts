@@ -9,16 +9,16 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 const MAX_RECORDS = 10000;
 const OPTIONS = { mode: 'entries' as const, maxEntries: MAX_RECORDS };
 
-export class Remembered {
+export class FileHints {
 	/** n8n reads and writes the node's whole record per call: the calls of a run go one at a time. */
 	private queue: Promise<unknown> = Promise.resolve();
 
 	private constructor(private readonly ctx: IExecuteFunctions) {}
 
 	/** The store of this node, or undefined where n8n offers none (an AI Agent's tool call, old n8n). */
-	static of(ctx: IExecuteFunctions): Remembered | undefined {
+	static of(ctx: IExecuteFunctions): FileHints | undefined {
 		return typeof ctx.helpers.checkProcessedAndRecord === 'function' && ctx.getWorkflow().id
-			? new Remembered(ctx)
+			? new FileHints(ctx)
 			: undefined;
 	}
 
@@ -28,15 +28,15 @@ export class Remembered {
 		return await next;
 	}
 
-	/** Records the sentences; returns those that were recorded before. */
-	async record(sentences: string[]): Promise<Set<string>> {
+	/** Records a file's probe (its size and first MiB); whether it was recorded before. */
+	async seenBefore(probe: string): Promise<boolean> {
 		return await this.serial(async () => {
 			const { processed } = await this.ctx.helpers.checkProcessedAndRecord(
-				sentences,
+				[`probe ${probe}`],
 				'node',
 				OPTIONS,
 			);
-			return new Set(processed.map(String));
+			return processed.length > 0;
 		});
 	}
 }

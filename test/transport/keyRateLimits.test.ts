@@ -2,29 +2,29 @@
 // long a request may wait, and who goes first are decided by the clock it is given, not by how
 // busy the machine is.
 import {
-	HeldTooLong,
-	KeyPace,
-	paceFor,
-	paceLimits,
-	pacesKept,
-	forgetPaces,
-	TurnTimedOut,
-} from '../../nodes/Captioning/transport/pacing';
+	ServiceAskedToWait,
+	KeyRateLimits,
+	rateLimitsFor,
+	rateLimitSettings,
+	rateLimitsKept,
+	forgetRateLimits,
+	WaitedTooLong,
+} from '../../nodes/Captioning/transport/rateLimits';
 
 const CAP = 60000;
 let seq = 0;
 
 beforeEach(() => {
 	jest.useFakeTimers();
-	forgetPaces();
+	forgetRateLimits();
 });
 afterEach(() => jest.useRealTimers());
 
 /** Asks for `n` turns; each is given back at once once granted. Returns when each was granted (ms from now). */
 function take(
-	pace: KeyPace,
+	pace: KeyRateLimits,
 	n: number,
-	urgency: 'answer' | 'work' | 'bulk' = 'work',
+	priority: 'high' | 'normal' | 'low' = 'normal',
 	maxWaitMs = 5 * 60000,
 ) {
 	const start = Date.now();
@@ -32,7 +32,7 @@ function take(
 	const errors: Error[] = [];
 	const all = Array.from({ length: n }, async () => {
 		try {
-			const done = await pace.turn('read', urgency, ++seq, maxWaitMs);
+			const done = await pace.turn('read', priority, ++seq, maxWaitMs);
 			granted.push(Date.now() - start);
 			pace.observe('read', 200, undefined, CAP);
 			done();
@@ -44,7 +44,7 @@ function take(
 }
 
 test('a single 429 after a few requests teaches no rate: after its hold the key goes on at full speed', async () => {
-	const pace = new KeyPace();
+	const pace = new KeyRateLimits();
 	await take(pace, 2).settled;
 	pace.observe('read', 429, 1000, CAP);
 	const after = take(pace, 40);
@@ -56,7 +56,7 @@ test('a single 429 after a few requests teaches no rate: after its hold the key 
 });
 
 test('a Retry-After longer than a request may wait is not held: what waits and what comes fail at once, naming the wait', async () => {
-	const pace = new KeyPace();
+	const pace = new KeyRateLimits();
 	// Hold the lane briefly so that requests wait in it.
 	pace.observe('read', 429, 2000, CAP);
 	const waiting = take(pace, 3);
@@ -64,13 +64,15 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 	await waiting.settled;
 	expect(waiting.granted).toHaveLength(0);
 	expect(waiting.errors).toHaveLength(3);
-	expect(waiting.errors[0]).toBeInstanceOf(HeldTooLong);
+	expect(waiting.errors[0]).toBeInstanceOf(ServiceAskedToWait);
 	expect(waiting.errors[0].message).toMatch(
 		/asked this API key to wait until .* longer than the 60 s a request waits/,
 	);
-	await expect(pace.turn('read', 'work', ++seq, 5 * 60000)).rejects.toBeInstanceOf(HeldTooLong);
+	await expect(pace.turn('read', 'normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
+		ServiceAskedToWait,
+	);
 	// Writes are another lane: not refused.
-	const write = await pace.turn('write', 'work', ++seq, 5 * 60000);
+	const write = await pace.turn('write', 'normal', ++seq, 5 * 60000);
 	write();
 	// Once the service's hour has passed, reads go again.
 	await jest.advanceTimersByTimeAsync(3600 * 1000);
@@ -80,13 +82,13 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 });
 
 test('a request that waits for its turn past its deadline fails unsent; the others still go', async () => {
-	const pace = new KeyPace();
+	const pace = new KeyRateLimits();
 	pace.observe('read', 429, 30000, CAP);
-	const answer = take(pace, 1, 'answer', 8000);
-	const work = take(pace, 1, 'work');
+	const answer = take(pace, 1, 'high', 8000);
+	const work = take(pace, 1, 'normal');
 	await jest.advanceTimersByTimeAsync(8000);
 	await answer.settled;
-	expect(answer.errors[0]).toBeInstanceOf(TurnTimedOut);
+	expect(answer.errors[0]).toBeInstanceOf(WaitedTooLong);
 	expect(answer.errors[0].message).toMatch(/waited 8 s for its turn/);
 	await jest.advanceTimersByTimeAsync(22000);
 	await work.settled;
@@ -94,31 +96,31 @@ test('a request that waits for its turn past its deadline fails unsent; the othe
 });
 
 test('waiting requests move up as they wait: bulk work held long enough goes before a newer answer', async () => {
-	const pace = new KeyPace();
+	const pace = new KeyRateLimits();
 	// One request a second (learned from a 429 after ten let through in a second).
 	await take(pace, 10).settled;
 	await jest.advanceTimersByTimeAsync(1000);
 	pace.observe('read', 429, 1000, CAP);
 	const order: string[] = [];
-	const ask = (name: string, urgency: 'answer' | 'bulk') =>
-		pace.turn('read', urgency, ++seq, 5 * 60000).then((done) => {
+	const ask = (name: string, priority: 'high' | 'low') =>
+		pace.turn('read', priority, ++seq, 5 * 60000).then((done) => {
 			order.push(name);
 			done();
 		});
-	const bulk = ask('bulk', 'bulk');
+	const bulk = ask('low', 'low');
 	// The bulk request has waited over two ranks' worth when the answer comes: it goes first.
-	await jest.advanceTimersByTimeAsync(paceLimits.ageMs * 2 + 500);
-	const answer = ask('answer', 'answer');
+	await jest.advanceTimersByTimeAsync(rateLimitSettings.ageMs * 2 + 500);
+	const answer = ask('high', 'high');
 	await jest.advanceTimersByTimeAsync(5000);
 	await Promise.all([bulk, answer]);
-	expect(order[0]).toBe('bulk');
+	expect(order[0]).toBe('low');
 });
 
 test('a pace nobody used for a while is forgotten (its memory ends)', async () => {
-	paceFor('key-a');
-	paceFor('key-b');
-	expect(pacesKept()).toBe(2);
-	await jest.advanceTimersByTimeAsync(paceLimits.idleMs + 1000);
-	paceFor('key-c');
-	expect(pacesKept()).toBe(1);
+	rateLimitsFor('key-a');
+	rateLimitsFor('key-b');
+	expect(rateLimitsKept()).toBe(2);
+	await jest.advanceTimersByTimeAsync(rateLimitSettings.idleMs + 1000);
+	rateLimitsFor('key-c');
+	expect(rateLimitsKept()).toBe(1);
 });

@@ -1,0 +1,63 @@
+// What the operations of one node run share (its batch): the waits for jobs, the orders, the jobs
+// ordered so far, what ran into a hint, and what runs once every item is done.
+import type {
+	INodeExecutionData,
+	IExecuteFunctions,
+	NodeApiError,
+	NodeOperationError,
+} from 'n8n-workflow';
+
+import { RunOrders } from '../orders/runOrders';
+import { JobWaiter } from '../waiting/poll';
+
+/** What an operation noticed that the items do not show, for the run's hints (actions/hints.ts). */
+export interface RunNotes {
+	/** Get Many with a Metadata or Title filter that read the job list to its end. */
+	wholeHistory?: { read: number; matched: number };
+	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
+	webhookInPlace?: boolean;
+	/** Job → Create's On Webhook checked jobs an earlier execution ordered (their events go there). */
+	webhookElsewhere?: boolean;
+}
+
+/** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
+export class Batch {
+	readonly waiter: JobWaiter;
+	readonly orders: RunOrders;
+	/** Item index → job id, for every order the service accepted in this run. */
+	readonly ordered = new Map<number, string>();
+	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
+	readonly replays = new Set<string>();
+	/** On Webhook jobs another execution ordered: their events go to its URL, not this one's. */
+	readonly orderedElsewhere = new Set<string>();
+	readonly notes: RunNotes = {};
+	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
+	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;
+
+	constructor(ctx: IExecuteFunctions) {
+		this.waiter = new JobWaiter(ctx);
+		this.orders = new RunOrders(ctx);
+	}
+}
+
+const batches = new WeakMap<object, Batch>();
+
+/** The batch of this node run (one is made for a run outside the router, e.g. in a test). */
+export function batchOf(ctx: IExecuteFunctions): Batch {
+	let batch = batches.get(ctx);
+	if (!batch) batches.set(ctx, (batch = new Batch(ctx)));
+	return batch;
+}
+
+type NodeError = NodeApiError | NodeOperationError;
+
+/** Adds to a failure the orders placed before the batch stopped, so that none is lost from sight. */
+export function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {
+	if (ordered.size === 0) return error;
+	const list = [...ordered].sort(([a], [b]) => a - b);
+	const named = list.map(([item, job]) => `item ${item} → job ${job}`).join(', ');
+	error.description =
+		`${error.description ? `${error.description} ` : ''}Ordered before the node stopped, and not lost: ${named}. ${[...replays].join(' ')}`.trim();
+	Object.assign(error.context, { orderedJobs: list.map(([item, jobId]) => ({ item, jobId })) });
+	return error;
+}

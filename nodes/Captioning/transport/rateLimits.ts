@@ -1,0 +1,290 @@
+// The service's rate limits, as every request of this package shares them: reads per API key and
+// writes per workspace, whichever run sends them (a trigger's burst, a batch's orders, a poll's
+// caption downloads). One KeyRateLimits per key and Base URL in the n8n process (`rateLimitsFor`),
+// a RateLimit for its reads and one for its writes. A request waits for its turn there; the rules:
+// - a 429 holds the rate limit for its Retry-After, for every run; a Retry-After longer than a
+//   request may wait is not held: the requests waiting then, and those that come before it has
+//   passed, fail at once with the service's wait named;
+// - after a hold, what it let the service refill goes at once, then the requests go a tenth above
+//   the rate the service let through, a little faster each second until it says 429 again;
+// - a 503 halves how many requests may be under way at once, which grows back with each success;
+// - waiting requests go by priority, then in the order they came, and move up as they wait (so low
+//   priority work is not starved); each waits at most until its deadline, then fails unsent.
+// A node run's own Concurrency is concurrency.ts. Rate limits nobody used for a while are forgotten.
+// Storage hosts (presigned uploads, captions on another host) have no rate limit of the service.
+import type { Waiting } from './queue';
+import {
+	nextRequestNumber,
+	NoLongerWanted,
+	ServiceAskedToWait,
+	takeFirst,
+	WaitedTooLong,
+} from './queue';
+import { sleep } from './sleep';
+
+export { nextRequestNumber, NoLongerWanted, ServiceAskedToWait, takeFirst, WaitedTooLong };
+
+/** Which of the service's limits a request counts against: none for a storage host. */
+export type Limit = 'write' | 'read' | 'storage';
+
+/**
+ * Which waiting request goes first: `high` when a caller waits for the answer (a trigger's
+ * verification with its Secret Token, an On Webhook resume), `normal` for a run's own work (orders,
+ * waits, polls, unverified deliveries), `low` for many of one kind that can wait (caption downloads).
+ */
+export type Priority = 'high' | 'normal' | 'low';
+
+const RANK: Record<Priority, number> = { high: 0, normal: 1, low: 2 };
+
+export const rateLimitSettings = {
+	/** Requests of one limit under way at once per key (fewer after a 503): bounds what one 429 costs. */
+	inFlight: 6,
+	/** A waiting request moves up one priority for each this long it has waited. */
+	ageMs: 10000,
+	/** Rate limits with nothing waiting, under way or held for this long are forgotten. */
+	idleMs: 10 * 60000,
+	/** Nothing started for this long: the service has refilled what it allows. */
+	quietMs: 1000,
+	/** The fewest requests a window must have let through before its rate is learned from. */
+	minSample: 3,
+};
+
+class RateLimit {
+	/** Milliseconds between request starts; 0 until the service first says 429. */
+	private intervalMs = 0;
+	private next = 0;
+	private holdUntil = 0;
+	private windowStart = 0;
+	private sentInWindow = 0;
+	/** Requests that may go at once: what the service refilled during a hold or a quiet moment. */
+	private burst = 0;
+	/** Since when nothing has been waiting or under way (undefined: something is). */
+	private idleSince: number | undefined = 0;
+	/** The next request starts after a quiet moment: nothing waited or went for a while. */
+	private quietStart = false;
+	private lastPassed = 0;
+	/** Requests a second added to the rate per second of requests let through: 5% of the first rate learned. */
+	private increase = 0;
+	private inFlight = 0;
+	/** How many may be under way now: rateLimitSettings.inFlight, less after a 503. */
+	private allowed = rateLimitSettings.inFlight;
+	private readonly queue: Waiting[] = [];
+	private draining = false;
+	private wake?: () => void;
+
+	/** Until when the service asked for more than a request may wait (0: it did not). */
+	private refusedUntil = 0;
+	private refusal?: ServiceAskedToWait;
+	private lastUsed = Date.now();
+
+	/**
+	 * Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer
+	 * has come.
+	 */
+	async turn(
+		priority: Priority,
+		seq: number,
+		maxWaitMs: number,
+		signal?: AbortSignal,
+	): Promise<() => void> {
+		if (signal?.aborted) throw new NoLongerWanted();
+		this.lastUsed = Date.now();
+		if (this.refusal && Date.now() < this.refusedUntil) throw this.refusal;
+		return await new Promise<() => void>((resolve, reject) => {
+			const since = Date.now();
+			const waiting: Waiting = {
+				rank: RANK[priority],
+				seq,
+				since,
+				resolve,
+				reject,
+				leave: () => {},
+			};
+			const drop = (error: Error) => {
+				const at = this.queue.indexOf(waiting);
+				if (at < 0) return;
+				this.queue.splice(at, 1);
+				waiting.leave();
+				reject(error);
+			};
+			const deadline = new AbortController();
+			sleep(maxWaitMs, deadline.signal).then(
+				() => drop(new WaitedTooLong(Date.now() - since)),
+				() => undefined, // it left the queue before its deadline
+			);
+			const onAbort = () => drop(new NoLongerWanted());
+			signal?.addEventListener('abort', onAbort, { once: true });
+			waiting.leave = () => {
+				deadline.abort();
+				signal?.removeEventListener('abort', onAbort);
+			};
+			if (this.idleSince !== undefined) {
+				this.quietStart = Date.now() - this.idleSince >= rateLimitSettings.quietMs;
+				this.idleSince = undefined;
+			}
+			this.queue.push(waiting);
+			if (!this.draining) void this.drain();
+		});
+	}
+
+	/** Whether nothing waits, is under way or is held, and nothing was asked for a while. */
+	forgettable(now: number): boolean {
+		return (
+			this.queue.length === 0 &&
+			this.inFlight === 0 &&
+			now >= Math.max(this.holdUntil, this.refusedUntil) &&
+			now - this.lastUsed >= rateLimitSettings.idleMs
+		);
+	}
+
+	private async drain(): Promise<void> {
+		this.draining = true;
+		try {
+			while (this.queue.length > 0) {
+				if (this.inFlight >= Math.max(1, Math.floor(this.allowed))) {
+					await new Promise<void>((resolve) => (this.wake = resolve));
+					continue;
+				}
+				const now = Date.now();
+				const at = Math.max(this.next, this.holdUntil);
+				if (at > now) {
+					await sleep(at - now);
+					continue;
+				}
+				const waiting = takeFirst(this.queue, rateLimitSettings.ageMs);
+				waiting.leave();
+				this.start(now);
+				let done = false;
+				waiting.resolve(() => {
+					if (done) return;
+					done = true;
+					this.inFlight -= 1;
+					if (this.inFlight === 0 && this.queue.length === 0) this.idleSince = Date.now();
+					this.wake?.();
+					this.wake = undefined;
+				});
+			}
+		} finally {
+			this.draining = false;
+		}
+	}
+
+	private start(now: number): void {
+		if (this.quietStart) {
+			// After a quiet moment the service has refilled a second of its rate: a new window starts.
+			this.quietStart = false;
+			this.windowStart = now;
+			this.sentInWindow = 0;
+			if (this.intervalMs > 0)
+				this.burst = Math.max(this.burst, Math.floor(1000 / (this.intervalMs * 1.1)));
+		}
+		if (this.burst > 0) {
+			this.burst -= 1;
+			this.next = now;
+		} else {
+			this.next = now + this.intervalMs;
+		}
+		this.inFlight += 1;
+	}
+
+	passed(): void {
+		this.sentInWindow += 1;
+		// A little faster each second requests pass (additive: processes sharing a limit settle on shares).
+		const now = Date.now();
+		if (this.intervalMs > 0)
+			this.intervalMs =
+				1000 /
+				(1000 / this.intervalMs + (this.increase * Math.min(1000, now - this.lastPassed)) / 1000);
+		this.lastPassed = now;
+		this.allowed = Math.min(rateLimitSettings.inFlight, this.allowed + 1 / this.allowed);
+	}
+
+	limited(retryAfterMs: number, capMs: number): void {
+		const now = Date.now();
+		if (retryAfterMs > capMs) {
+			// Longer than a request may wait: not held. What waits now fails, and so does what comes
+			// before then, each with the service's wait named, rather than queue for that long.
+			this.refusedUntil = Math.max(this.refusedUntil, now + retryAfterMs);
+			this.refusal = new ServiceAskedToWait(this.refusedUntil, capMs);
+			for (const waiting of this.queue.splice(0)) {
+				waiting.leave();
+				waiting.reject(this.refusal);
+			}
+			return;
+		}
+		if (now < this.holdUntil) return; // requests that were already under way when it first said so
+		// The rate the service let through: the requests since it last resumed, over that time plus
+		// this hold (a token bucket's refill rate). Then a tenth above it the first time, four fifths of
+		// the current rate after (processes sharing the limit make room for each other). Too few
+		// requests say nothing of the rate (another client may have used it up): then it only holds.
+		const ms = now - this.windowStart + retryAfterMs;
+		this.holdUntil = now + retryAfterMs;
+		this.next = Math.max(this.next, this.holdUntil);
+		if (this.sentInWindow < rateLimitSettings.minSample) return;
+		const measured = (this.sentInWindow * 1000) / ms;
+		const current = this.intervalMs > 0 ? 1000 / this.intervalMs : Infinity;
+		if (this.increase === 0) this.increase = Math.max(0.5, 0.05 * measured);
+		this.intervalMs = 1000 / Math.min(measured * 1.1, current * 0.8);
+		this.burst = Math.floor((retryAfterMs / 1000) * measured);
+		this.windowStart = this.holdUntil;
+		this.sentInWindow = 0;
+	}
+
+	unavailable(): void {
+		this.allowed = Math.max(1, this.allowed / 2);
+	}
+}
+
+/** The rate limits of one API key at one Base URL: its reads and its writes. */
+export class KeyRateLimits {
+	private readonly limits = { read: new RateLimit(), write: new RateLimit() };
+
+	/** Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer has come. */
+	async turn(
+		limit: 'read' | 'write',
+		priority: Priority,
+		seq: number,
+		maxWaitMs: number,
+		signal?: AbortSignal,
+	): Promise<() => void> {
+		return await this.limits[limit].turn(priority, seq, maxWaitMs, signal);
+	}
+
+	/** What the service answered: the rate limit learns from it. A Retry-After over `capMs` is not held. */
+	observe(
+		limit: 'read' | 'write',
+		status: number,
+		retryAfterMs: number | undefined,
+		capMs: number,
+	): void {
+		if (status >= 200 && status < 300) this.limits[limit].passed();
+		else if (status === 429) this.limits[limit].limited(retryAfterMs ?? 1000, capMs);
+		else if (status === 503) this.limits[limit].unavailable();
+	}
+
+	forgettable(now: number): boolean {
+		return this.limits.read.forgettable(now) && this.limits.write.forgettable(now);
+	}
+}
+
+/** The rate limits of each key and Base URL in this process, by a digest of both (never the key itself). */
+const kept = new Map<string, KeyRateLimits>();
+
+export function rateLimitsFor(identity: string): KeyRateLimits {
+	const now = Date.now();
+	for (const [other, limits] of kept)
+		if (other !== identity && limits.forgettable(now)) kept.delete(other);
+	let limits = kept.get(identity);
+	if (!limits) kept.set(identity, (limits = new KeyRateLimits()));
+	return limits;
+}
+
+/** How many kept this process keeps (what a test of forgetting counts). */
+export function rateLimitsKept(): number {
+	return kept.size;
+}
+
+/** Forgets what every limits learned (tests that change the service's limits between them). */
+export function forgetRateLimits(): void {
+	kept.clear();
+}

@@ -1,0 +1,224 @@
+// Sending a request until it gets an answer worth keeping: 429, 5xx and network failures are tried
+// again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
+// answer ends at once. Each attempt waits for its turn within the run's Concurrency and the key's
+// rate limits; only a request n8n itself refused to send is not tried again.
+import type { IN8nHttpFullResponse } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
+
+import { BatchStopped, concurrencyOf } from './concurrency';
+import { networkError, notSentError, responseError } from './errors';
+import { refusedByN8n } from './n8nPrivate';
+import type { KeyRateLimits, Limit, Priority } from './rateLimits';
+import { nextRequestNumber, ServiceAskedToWait, WaitedTooLong } from './rateLimits';
+import type { ApiContext } from './service';
+import { sleep } from './sleep';
+
+export interface RetryPolicy {
+	/** Attempts in all, the first included. */
+	maxAttempts: number;
+	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
+	baseDelayMs: number;
+	maxDelayMs: number;
+	/** The longest a Retry-After may hold this request or the key's rate limit; longer ones end the retries. */
+	maxRetryAfterMs: number;
+	/** The longest a request waits for its turn under the key's rate limits before it fails unsent. */
+	maxTurnWaitMs: number;
+	/** 503 temporarily_unavailable without Retry-After: the interface says retry after 5 s. */
+	unavailableDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = {
+	maxAttempts: 6,
+	baseDelayMs: 500,
+	maxDelayMs: 8000,
+	maxRetryAfterMs: 60000,
+	maxTurnWaitMs: 5 * 60000,
+	unavailableDelayMs: 5000,
+};
+
+export interface SendOptions {
+	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
+	retryable: boolean;
+	/** Which of the service's limits the request counts against (none for a storage host). */
+	limit: Limit;
+	/** The rate limits of the key it carries. */
+	rateLimits?: KeyRateLimits;
+	/** Which waiting request goes first under the key's rate limits (default: normal). */
+	priority?: Priority;
+	/** Its position among the node run's requests: lower goes first (default: the item index). */
+	position?: number;
+	/** Names the target in network errors: never a URL with a signature in it. */
+	target: string;
+	/** The answers handed back as they are, not retried nor turned into errors (default: 2xx). */
+	keep?: (status: number) => boolean;
+	itemIndex?: number;
+	retry?: Partial<RetryPolicy>;
+}
+
+export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
+	return 'getExecutionCancelSignal' in ctx ? ctx.getExecutionCancelSignal() : undefined;
+}
+
+function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
+	const raw = response.headers['retry-after'];
+	if (raw === undefined) return undefined;
+	const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
+	if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+	const date = Date.parse(String(raw));
+	return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Exponential backoff with "equal jitter": half fixed, half random, so parallel items spread out. */
+function backoffMs(policy: RetryPolicy, attempt: number): number {
+	const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+	return ceiling / 2 + Math.random() * (ceiling / 2);
+}
+
+/** The execution's cancel signal and the run's stop, as one signal (either ends a wait for a turn). */
+function anySignal(signals: Array<AbortSignal | undefined>): AbortSignal | undefined {
+	const present = signals.filter((s): s is AbortSignal => s !== undefined);
+	return present.length > 1 ? AbortSignal.any(present) : present[0];
+}
+
+/** One request's attempts: what each waits for, and what decides whether there is another. */
+class Attempts {
+	readonly policy: RetryPolicy;
+	readonly cancel: AbortSignal | undefined;
+	private readonly concurrency;
+	private readonly limit: 'read' | 'write' | undefined;
+	private readonly number = nextRequestNumber();
+
+	constructor(
+		private readonly ctx: ApiContext,
+		private readonly options: SendOptions,
+	) {
+		this.policy = { ...DEFAULT_RETRY, ...options.retry };
+		this.cancel = cancelSignal(ctx);
+		this.concurrency = concurrencyOf(ctx);
+		this.limit = options.limit === 'storage' || !options.rateLimits ? undefined : options.limit;
+	}
+
+	/** Waits for this attempt's turn (Concurrency, then the key's rate limit); resolves with what frees both. */
+	async turn(): Promise<() => void> {
+		const { options, concurrency, limit } = this;
+		let release = () => {};
+		let waited: unknown;
+		try {
+			if (concurrency)
+				release = await concurrency.acquire(
+					options.position ?? options.itemIndex ?? 0,
+					this.cancel,
+				);
+			if (!limit) return release;
+			const signal = anySignal([this.cancel, concurrency?.stopSignal]);
+			const done = await options.rateLimits!.turn(
+				limit,
+				options.priority ?? 'normal',
+				this.number,
+				this.policy.maxTurnWaitMs,
+				signal,
+			);
+			return () => (done(), release());
+		} catch (error) {
+			release();
+			waited = error;
+		}
+		// Not sent: the run stopped (another item failed), the execution was cancelled, or it waited too long.
+		if (concurrency?.stopped) throw new BatchStopped();
+		if (this.cancel?.aborted) throw this.cancelled();
+		throw notSentInTime(this.ctx, waited, options.itemIndex);
+	}
+
+	cancelled(): NodeOperationError {
+		return new NodeOperationError(
+			this.ctx.getNode(),
+			'The execution was cancelled while a request to the captioning service was under way',
+			{
+				itemIndex: this.options.itemIndex,
+			},
+		);
+	}
+
+	/** After a request that got no answer: the wait before the next attempt, or the error to throw. */
+	afterFailure(error: unknown, attempt: number): number {
+		const { ctx, options, policy } = this;
+		if (this.cancel?.aborted) throw this.cancelled();
+		// Refused by n8n's own policy before it left: sending it again would meet the same.
+		if (refusedByN8n(error))
+			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
+		if (!options.retryable || attempt >= policy.maxAttempts)
+			throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
+		return backoffMs(policy, attempt);
+	}
+
+	/**
+	 * After an answer: the key's rate limit learns from it; then undefined for a 2xx, the wait before
+	 * the next attempt (0 when the key's rate limit holds it), or the error to throw.
+	 */
+	afterAnswer(response: IN8nHttpFullResponse, attempt: number): number | undefined {
+		const { ctx, options, policy, limit } = this;
+		const status = response.statusCode;
+		const retryAfter = retryAfterMs(response);
+		if (limit)
+			options.rateLimits!.observe(
+				limit,
+				status,
+				status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter,
+				policy.maxRetryAfterMs,
+			);
+		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
+		// Under the key's shared rate limits a 429 may be another run's doing: it is tried more often.
+		const attempts = status === 429 && limit ? policy.maxAttempts * 2 : policy.maxAttempts;
+		const retryable = status === 429 || status >= 500;
+		if (!options.retryable || !retryable || attempt >= attempts)
+			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		const delay =
+			retryAfter ?? (status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt));
+		if (delay > policy.maxRetryAfterMs)
+			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		// The key's rate limit holds every request for a 429's Retry-After: this one goes again in its turn.
+		if (status === 429 && limit) return 0;
+		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
+		return delay + Math.random() * Math.min(250, policy.baseDelayMs);
+	}
+}
+
+/**
+ * Sends with retries (see the top of this file). `send` must make a fresh request each time (a
+ * stream body is reopened by the caller).
+ */
+export async function sendWithRetries(
+	ctx: ApiContext,
+	options: SendOptions,
+	send: () => Promise<IN8nHttpFullResponse>,
+): Promise<IN8nHttpFullResponse> {
+	const attempts = new Attempts(ctx, options);
+	for (let attempt = 1; ; attempt++) {
+		const done = await attempts.turn();
+		let response: IN8nHttpFullResponse | undefined;
+		let failure: unknown;
+		try {
+			response = await send();
+		} catch (error) {
+			failure = error;
+		} finally {
+			done();
+		}
+		const wait = response
+			? attempts.afterAnswer(response, attempt)
+			: attempts.afterFailure(failure, attempt);
+		if (wait === undefined) return response!;
+		if (wait > 0) await sleep(wait, attempts.cancel);
+	}
+}
+
+/** A request that waited for its turn under the key's rate limits and was not sent: what to do about it. */
+function notSentInTime(ctx: ApiContext, waited: unknown, itemIndex?: number): NodeOperationError {
+	const description =
+		waited instanceof ServiceAskedToWait
+			? 'The service limits how fast one API key may read and one workspace may write, and asked for a longer pause than the node waits. Nothing was sent, so nothing was ordered or charged.'
+			: waited instanceof WaitedTooLong
+				? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+				: undefined;
+	return new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex, description });
+}

@@ -1,0 +1,170 @@
+// Where an S3 object lives: the host, path and style (virtual-hosted or path) the AWS SDK would
+// address it by, for AWS's partitions and S3-compatible stores. Checked against @aws-sdk/client-s3
+// 3.1164.0 byte for byte (test/transport/s3.test.ts).
+
+export interface S3Access {
+	accessKeyId: string;
+	secretAccessKey: string;
+	/** Empty string or undefined: none. */
+	sessionToken?: string;
+	/** e.g. 'us-east-1', 'eu-central-1', 'auto' (Cloudflare R2). */
+	region: string;
+	/** An S3-compatible store, e.g. 'http://127.0.0.1:9000'; empty or undefined: AWS. */
+	endpoint?: string;
+	/** true: <endpoint>/<bucket>/<key>; false: <bucket>.<host>/<key> where the SDK would. */
+	forcePathStyle?: boolean;
+}
+
+export interface S3Object {
+	bucket: string;
+	key: string;
+	/** Empty string or undefined: the current version. */
+	versionId?: string;
+}
+
+/**
+ * DNS suffixes of the AWS partitions other than the main one, by region pattern, as in the SDK's
+ * partitions table (so cn-north-1 gets amazonaws.com.cn; anything else, 'auto' included,
+ * amazonaws.com, as the SDK does).
+ */
+const PARTITION_SUFFIXES: Array<[RegExp, string]> = [
+	[/^cn-\w+-\d+$/, 'amazonaws.com.cn'],
+	[/^eusc-de-\w+-\d+$/, 'amazonaws.eu'],
+	[/^us-iso-\w+-\d+$/, 'c2s.ic.gov'],
+	[/^us-isob-\w+-\d+$/, 'sc2s.sgov.gov'],
+	[/^eu-isoe-\w+-\d+$/, 'cloud.adc-e.uk'],
+	[/^us-isof-\w+-\d+$/, 'csp.hci.ic.gov'],
+];
+
+/**
+ * S3's URI encoding: every UTF-8 byte but A-Za-z0-9 - . _ ~ as %XX in upper case ('/' too).
+ * encodeURIComponent leaves ! ' ( ) * alone, so those are done by hand, as the SDK does.
+ */
+export function uriEncode(text: string): string {
+	return encodeURIComponent(text).replace(
+		/[!'()*]/g,
+		(c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+	);
+}
+
+/** A key as a URL path: each segment encoded, the '/' between them kept (S3 does not normalise). */
+export function keyPath(key: string): string {
+	return key.split('/').map(uriEncode).join('/');
+}
+
+/** The URL without its query (and fragment): what may be shown or logged. */
+export function withoutQuery(url: string): string {
+	const end = url.search(/[?#]/);
+	return end === -1 ? url : url.slice(0, end);
+}
+
+/** A name that can be one DNS label of a bucket host: 3 to 63 lower-case letters, digits and hyphens, none at either end. */
+function virtualHostable(bucket: string): boolean {
+	return /^(?!-)(?!.*-$)[a-z0-9-]{3,63}$/.test(bucket);
+}
+
+/**
+ * <bucket>.<host> where the SDK would: a DNS-label name on any host but an IP address; a dotted
+ * name whose every label is one only over plain http (over https it would not match a wildcard
+ * certificate). With an IP endpoint and such a dotted name the SDK builds 'captioning.videos.
+ * 127.0.0.1' and fails on it ('Invalid URL'); we go path-style there, which every store serves.
+ */
+function virtualHosted(access: S3Access, s: Service, bucket: string): boolean {
+	if (access.forcePathStyle || s.isIp) return false;
+	if (virtualHostable(bucket)) return true;
+	return s.protocol === 'http:' && bucket.split('.').every(virtualHostable);
+}
+
+interface Service {
+	/** 'http:' or 'https:' */
+	protocol: string;
+	/** Host and port as the URL has them: lower case, without a default port. */
+	host: string;
+	/** The endpoint's path, '/' when it has none. */
+	path: string;
+	/** An IP address is never prefixed with a bucket. */
+	isIp: boolean;
+}
+
+function service(access: S3Access): Service {
+	const endpoint = access.endpoint?.trim();
+	if (!endpoint) {
+		const region = access.region?.trim();
+		if (!region) throw new Error('An S3 region is needed to reach AWS');
+		const suffix =
+			PARTITION_SUFFIXES.find(([pattern]) => pattern.test(region))?.[1] ?? 'amazonaws.com';
+		return { protocol: 'https:', host: `s3.${region}.${suffix}`, path: '/', isIp: false };
+	}
+	// The WHATWG URL parser, as the SDK uses for the endpoint: lower-cases the host, drops :80 and :443.
+	if (!URL.canParse(endpoint)) throw new Error(`The S3 endpoint '${endpoint}' is not a URL`);
+	const url = new URL(endpoint);
+	if (
+		(url.protocol !== 'http:' && url.protocol !== 'https:') ||
+		url.search ||
+		url.username ||
+		url.password
+	) {
+		throw new Error(
+			`The S3 endpoint '${endpoint}' must be a plain http:// or https:// address, without a query or user`,
+		);
+	}
+	const isIp = /^\d{1,3}(\.\d{1,3}){3}$/.test(url.hostname) || url.hostname.startsWith('[');
+	return { protocol: url.protocol, host: url.host, path: url.pathname || '/', isIp };
+}
+
+/**
+ * Origin and path prefix for a bucket. The SDK appends the operation's path ('/' or '/{Key+}') to
+ * the endpoint's path unless that is '/', so an endpoint path ending in '/' gives a '//' there:
+ * kept, for the same URLs as the SDK.
+ */
+export function bucketBase(
+	access: S3Access,
+	bucket: string,
+): { origin: string; host: string; path: string; virtual: boolean } {
+	const s = service(access);
+	if (virtualHosted(access, s, bucket)) {
+		const host = `${bucket}.${s.host}`;
+		return {
+			origin: `${s.protocol}//${host}`,
+			host,
+			path: s.path === '/' ? '' : s.path,
+			virtual: true,
+		};
+	}
+	const prefix = s.path.endsWith('/') ? s.path : `${s.path}/`;
+	return {
+		origin: `${s.protocol}//${s.host}`,
+		host: s.host,
+		path: `${prefix}${uriEncode(bucket)}`,
+		virtual: false,
+	};
+}
+
+/** Where the object is, without a query: https://bucket.s3.region.amazonaws.com/key and the like. */
+export function objectUrl(access: S3Access, object: S3Object): string {
+	const base = bucketBase(access, object.bucket);
+	return `${base.origin}${base.path}/${keyPath(object.key)}`;
+}
+
+/**
+ * Where requests about a bucket go (HEAD bucket, ListObjectsV2). Virtual-hosted: the SDK's URL
+ * (https://bucket.host/). Path-style: <endpoint>/<bucket>, without the trailing '/' the SDK adds:
+ * S3 signs the path as sent and serves both, but s3rver signs '/bucket' whatever was sent, so it
+ * refuses '/bucket/' (403 SignatureDoesNotMatch).
+ */
+export function bucketUrl(access: S3Access, bucket: string): string {
+	const base = bucketBase(access, bucket);
+	return base.virtual ? `${base.origin}${base.path}/` : `${base.origin}${base.path}`;
+}
+
+/** Where requests about no bucket go (ListBuckets): https://s3.<region>.amazonaws.com/ or the endpoint. */
+export function serviceUrl(access: S3Access): string {
+	const s = service(access);
+	return `${s.protocol}//${s.host}${s.path === '/' ? '/' : `${s.path}/`}`;
+}
+
+/** 's3://bucket/key' (key as written: spaces, unicode and '%' are not decoded); undefined otherwise. */
+export function parseS3Uri(text: string): S3Object | undefined {
+	const match = /^s3:\/\/([A-Za-z0-9._-]+)\/([\s\S]+)$/i.exec(text);
+	return match ? { bucket: match[1], key: match[2] } : undefined;
+}
