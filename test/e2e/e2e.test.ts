@@ -106,7 +106,9 @@ type RunData = Record<
 
 /** The run data of `n8n execute --rawOutput` (2.x prints log lines before the JSON). */
 function runDataOf(stdout: string): RunData {
-	const json = stdout.slice(stdout.indexOf('\n{') + 1);
+	// The JSON from its first line that opens it to the first that closes it (n8n may log after it).
+	const start = stdout.indexOf('\n{') + 1;
+	const json = stdout.slice(start, stdout.indexOf('\n}', start) + 2);
 	return (JSON.parse(json) as { data: { resultData: { runData: RunData } } }).data.resultData
 		.runData;
 }

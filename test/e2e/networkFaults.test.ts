@@ -54,7 +54,9 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 	/** The Captioning node's first item, as `n8n execute --rawOutput` prints it (2.x prints log lines first). */
 	const run = async (id: string): Promise<Item> => {
 		const { stdout } = await n8n.cli(['execute', `--id=${id}`, '--rawOutput']);
-		const data = JSON.parse(stdout.slice(stdout.indexOf('\n{') + 1)) as {
+		const data = JSON.parse(
+			stdout.slice(stdout.indexOf('\n{') + 1, stdout.indexOf('\n}', stdout.indexOf('\n{') + 1) + 2),
+		) as {
 			data: { resultData: { runData: Record<string, Array<{ data: { main: Item[][] } }>> } };
 		};
 		return data.data.resultData.runData.Captioning[0].data.main[0][0];

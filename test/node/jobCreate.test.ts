@@ -3,7 +3,8 @@
 import { createHash } from 'node:crypto';
 import type { IDataObject } from 'n8n-workflow';
 
-import { storeBinary } from '../engine/workflow';
+import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
+import { node, runWorkflow, storeBinary } from '../engine/workflow';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -485,6 +486,33 @@ describe('waiting for completion', () => {
 			name: 'NodeOperationError',
 			message: expect.stringMatching(message),
 		});
+		expect(sb.ledger.requests).toHaveLength(0);
+	});
+
+	test("as an AI Agent's tool, On Webhook is not offered, and refused before ordering", async () => {
+		const captioning = new Captioning();
+		const waitFields = captioning.description.properties.filter(
+			(p) => p.name === 'waitForCompletion',
+		);
+		const offered = (tool: boolean) =>
+			waitFields
+				.filter((p) =>
+					tool ? p.displayOptions?.show?.['@tool'] : p.displayOptions?.hide?.['@tool'],
+				)
+				.flatMap((p) => (p.options as Array<{ value: string }>).map((o) => o.value));
+		expect(offered(false)).toEqual(['none', 'webhook', 'poll']);
+		expect(offered(true)).toEqual(['none', 'poll']);
+		const run = await runWorkflow({
+			nodes: [
+				node('Captioning', 'captioningTool', create({ waitForCompletion: 'webhook', timeout: 10 })),
+			],
+			nodeTypes: { captioningTool: captioning },
+			credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+			webhookWaitingBaseUrl: 'https://n8n.example.com/webhook-waiting',
+		});
+		expect(run.error('Captioning')?.message).toBe(
+			'Wait for Completion: On Webhook cannot be used by an AI Agent',
+		);
 		expect(sb.ledger.requests).toHaveLength(0);
 	});
 

@@ -107,7 +107,12 @@ describe('Upload → Create', () => {
 describe('Job → Get and Get Many', () => {
 	test('Get returns the job; Simplify flattens it', async () => {
 		const id = await order({ title: 'One', metadata: { k: 'v' } });
-		const full = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
+		const full = await runCaptioning(sb, {
+			resource: 'job',
+			operation: 'get',
+			jobId: id,
+			simplify: false,
+		});
 		expect(full.items[0].json).toMatchObject({
 			id,
 			object: 'job',

@@ -126,10 +126,11 @@ export async function fileProbe(file: InputFile): Promise<string> {
 	return `${file.size}:${hash.digest('hex')}`;
 }
 
-/** A stream of n8n's binary store, as far as this file uses it (node:stream is not for community nodes). */
+/** A stream of n8n's binary store, as far as this file uses it: a Node.js Readable. */
 interface StoreStream extends AsyncIterable<Buffer> {
 	destroy(): void;
-	constructor: { from(source: AsyncIterable<Buffer>, options: { objectMode: false }): FileBody };
+	/** Readable's own operator: a stream of each chunk as `fn` hands it on, pulled as it is read. */
+	map(fn: (chunk: Buffer) => Buffer): FileBody;
 }
 
 /** The file, opened so that each read hashes the bytes on their way: its SHA-256 once one read ended. */
@@ -143,19 +144,15 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
 			return body;
 		}
 		digest = undefined;
-		const source = body as unknown as StoreStream;
 		let read = 0;
-		async function* hashed() {
-			for await (const chunk of source) {
-				hash.update(chunk);
-				read += chunk.length;
-				// Done with the last byte: the request may end before it asks the stream for its end.
-				if (read === file.size) digest = hash.digest('hex');
-				yield chunk;
-			}
-		}
-		// The stream class's own Readable.from: the request pulls, so backpressure holds.
-		return source.constructor.from(hashed(), { objectMode: false });
+		// The request pulls, so backpressure holds; done with the last byte (the request may end
+		// before it asks the stream for its end).
+		return (body as unknown as StoreStream).map((chunk) => {
+			hash.update(chunk);
+			read += chunk.length;
+			if (read === file.size) digest = hash.digest('hex');
+			return chunk;
+		});
 	};
 	return {
 		file: { ...file, open },

@@ -18,7 +18,7 @@ export const simplifyField: INodeProperties = {
 	displayName: 'Simplify',
 	name: 'simplify',
 	type: 'boolean',
-	default: false,
+	default: true,
 	description:
 		'Whether to return a simplified version of each job (ID, title, status, progress, duration, cost, dates, cancellation reason, metadata) instead of the full object',
 };

@@ -6,7 +6,6 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
-import type { InputFile } from '../../media/binary';
 import { inputFileField, readInputFile } from '../../media/binary';
 import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
@@ -358,6 +357,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Wait for Completion',
 		name: 'waitForCompletion',
 		type: 'options',
+		displayOptions: { hide: { '@tool': [true] } },
 		builderHint: {
 			propertyHint:
 				'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions',
@@ -373,6 +373,28 @@ const properties: INodeProperties[] = [
 				value: 'webhook',
 				description:
 					"Durable: the execution sleeps in n8n's database (no process held; restarts and n8n Cloud's time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.",
+			},
+			{
+				name: 'Poll',
+				value: 'poll',
+				description:
+					"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
+			},
+		],
+		default: 'none',
+		description: 'Whether the node waits for the captions before passing the job on',
+	},
+	{
+		displayName: 'Wait for Completion',
+		name: 'waitForCompletion',
+		type: 'options',
+		// An AI Agent's tool call cannot sleep until a webhook: no On Webhook there.
+		displayOptions: { show: { '@tool': [true] } },
+		options: [
+			{
+				name: "Don't Wait",
+				value: 'none',
+				description: 'Output the job as ordered (status queued)',
 			},
 			{
 				name: 'Poll',
@@ -411,28 +433,71 @@ export const description = updateDisplayOptions(
 	properties,
 );
 
+/** The item's media: a file's field, or an S3 object and its link's life (the title from them when empty). */
+async function mediaOf(
+	ctx: IExecuteFunctions,
+	i: number,
+	source: JobSource,
+	body: CreateJobBody,
+): Promise<Pick<Order, 'file' | 's3'>> {
+	if (source === 'binary') {
+		const file = await readInputFile(
+			ctx,
+			i,
+			ctx.getNodeParameter('binaryPropertyName', i) as string,
+		);
+		body.title ??= file.fileName;
+		return { file };
+	}
+	if (source !== 's3') return {};
+	const object = s3ObjectOf(ctx, i);
+	const hours = Number(ctx.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
+	if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
+		throw new NodeOperationError(ctx.getNode(), `Link Valid For is ${hours} hours`, {
+			itemIndex: i,
+			description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).`,
+		});
+	}
+	body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
+	return { s3: { object, hours } };
+}
+
+/** Wait for Completion as the item asks and the run allows: its mode, Poll Interval and Timeout. */
+function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interval' | 'timeout'> {
+	let wait = ctx.getNodeParameter('waitForCompletion', i) as Order['wait'];
+	let interval = wait === 'poll' ? (ctx.getNodeParameter('pollInterval', i) as number) : 1;
+	if (wait === 'webhook' && ctx.getNode().type.endsWith('Tool')) {
+		throw new NodeOperationError(
+			ctx.getNode(),
+			'Wait for Completion: On Webhook cannot be used by an AI Agent',
+			{
+				itemIndex: i,
+				description:
+					"An agent's tool call cannot sleep until the service's events arrive. Set Wait for Completion to Poll, or to Don't Wait and read the job later with Job → Get. Nothing was ordered.",
+			},
+		);
+	}
+	if (wait === 'webhook' && parentWaitsForThisRun(ctx)) {
+		// Its parent would get its own input back on n8n 1.x: the jobs are waited for in place.
+		wait = 'poll';
+		interval = inPlaceWait.pollS;
+		batchOf(ctx).notes.webhookInPlace = true;
+	}
+	const timeout = wait === 'none' ? 1 : (ctx.getNodeParameter('timeout', i) as number);
+	if (!(interval >= 1 && timeout >= 1)) {
+		throw new NodeOperationError(ctx.getNode(), 'Poll Interval and Timeout must be at least 1', {
+			itemIndex: i,
+			description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.',
+		});
+	}
+	return { wait, interval, timeout };
+}
+
 /** Everything is checked before the first request of the batch: a mistake costs nothing. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
-	let file: InputFile | undefined;
-	let s3: Order['s3'];
-	if (source === 'binary') {
-		const field = this.getNodeParameter('binaryPropertyName', i) as string;
-		file = await readInputFile(this, i, field);
-		body.title ??= file.fileName;
-	} else if (source === 's3') {
-		const object = s3ObjectOf(this, i);
-		const hours = Number(this.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
-		if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
-			throw new NodeOperationError(this.getNode(), `Link Valid For is ${hours} hours`, {
-				itemIndex: i,
-				description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).`,
-			});
-		}
-		s3 = { object, hours };
-		body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
-	}
+	const media = await mediaOf(this, i, source, body);
 	// A signed link is up to about 1.5 KiB (2 with a session token): counted in before the limit.
 	const placeholder =
 		source === 'binary'
@@ -446,23 +511,9 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 		idempotency === 'custom'
 			? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string)
 			: undefined;
-	let wait = this.getNodeParameter('waitForCompletion', i) as Order['wait'];
-	let interval = wait === 'poll' ? (this.getNodeParameter('pollInterval', i) as number) : 1;
-	if (wait === 'webhook' && parentWaitsForThisRun(this)) {
-		// Its parent would get its own input back on n8n 1.x: the jobs are waited for in place.
-		wait = 'poll';
-		interval = inPlaceWait.pollS;
-		batchOf(this).notes.webhookInPlace = true;
-	}
-	const timeout = wait === 'none' ? 1 : (this.getNodeParameter('timeout', i) as number);
-	if (!(interval >= 1 && timeout >= 1)) {
-		throw new NodeOperationError(this.getNode(), 'Poll Interval and Timeout must be at least 1', {
-			itemIndex: i,
-			description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.',
-		});
-	}
-	if (wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
-	return { body, file, s3, idempotency, customKey, wait, interval, timeout };
+	const wait = waitOf(this, i);
+	if (wait.wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
+	return { body, ...media, idempotency, customKey, ...wait };
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */

@@ -32,6 +32,6 @@ export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
 
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
 	const job = await getJob(this, i);
-	const simplify = this.getNodeParameter('simplify', i, false) as boolean;
+	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
 	return [{ json: simplify ? simplifyJob(job) : (job as unknown as INodeExecutionData['json']) }];
 }

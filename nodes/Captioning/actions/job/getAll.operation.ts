@@ -81,7 +81,7 @@ const properties: INodeProperties[] = [
 			},
 		],
 	},
-	{ ...simplifyField, default: true },
+	simplifyField,
 ];
 
 export const description = updateDisplayOptions(
