@@ -1,11 +1,22 @@
-import type { Icon, ICredentialType, INodeProperties } from 'n8n-workflow';
+import type {
+	ICredentialDataDecryptedObject,
+	Icon,
+	ICredentialTestRequest,
+	ICredentialType,
+	IHttpRequestOptions,
+	INodeProperties,
+} from 'n8n-workflow';
+
+import { bucketUrl, s3AccessOf, serviceUrl, signedHeaders } from '../nodes/Captioning/transport/s3';
+
+/** The credential test's listing: under a prefix no one uses, so it reads no object's name. */
+const TEST_LISTING = '?list-type=2&max-keys=1&prefix=n8n-credential-test';
 
 /**
  * Read access to S3 (or an S3-compatible store) for Job → Create's S3 Object source: the node
  * checks the object with one signed HEAD and gives the service a time-limited signed GET URL, so
  * no media byte passes through n8n. Our own, because community nodes may not reuse n8n's AWS
- * credential. Tested by the Captioning node (`testedBy`): S3 answers in XML, which a declarative
- * test cannot read, and each of its error codes has its own fix.
+ * credential.
  */
 export class CaptioningS3Api implements ICredentialType {
 	name = 'captioningS3Api';
@@ -83,4 +94,76 @@ export class CaptioningS3Api implements ICredentialType {
 				'Optional. The credential test lists one object of this bucket, which also checks the region. Empty: the test lists your buckets.',
 		},
 	];
+
+	/**
+	 * Signs a bodiless GET or HEAD with AWS Signature Version 4 and follows no redirect. A request
+	 * without an address is the credential test's: it goes to Bucket to Test (a one-key listing), or
+	 * lists the buckets when that is empty, at the address the node would use (virtual-hosted or
+	 * path style). The secret itself is never sent.
+	 */
+	async authenticate(
+		credentials: ICredentialDataDecryptedObject,
+		requestOptions: IHttpRequestOptions,
+	): Promise<IHttpRequestOptions> {
+		const access = s3AccessOf(credentials);
+		if (typeof access === 'string') throw new Error(access);
+		const method = (requestOptions.method ?? 'GET').toUpperCase();
+		if (method !== 'GET' && method !== 'HEAD')
+			throw new Error(
+				`The Captioning S3 Media credential signs GET and HEAD requests only, not ${method}`,
+			);
+		const bucket = String(credentials.testBucket ?? '').trim();
+		const url = /^https?:\/\//i.test(requestOptions.url)
+			? requestOptions.url
+			: bucket
+				? `${bucketUrl(access, bucket)}${TEST_LISTING}`
+				: serviceUrl(access);
+		return {
+			...requestOptions,
+			url,
+			baseURL: undefined,
+			headers: { ...requestOptions.headers, ...signedHeaders(access, method, url, new Date()) },
+			maxRedirects: 0,
+			disableFollowRedirect: true,
+		};
+	}
+
+	/** Lists one object of Bucket to Test, or the buckets; each refusal names its fix. */
+	test: ICredentialTestRequest = {
+		request: { method: 'GET', url: '' },
+		rules: [
+			{
+				type: 'responseCode',
+				properties: {
+					value: 301,
+					message:
+						'The bucket is in another region (301): set Region to the region of Bucket to Test',
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: {
+					value: 400,
+					message:
+						"S3 refused the request (400): check Region (the bucket's region; auto for Cloudflare R2) and Custom Endpoint",
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: {
+					value: 403,
+					message:
+						'S3 refused the key (403): copy Access Key ID and Secret Access Key again. The key must also be allowed to list Bucket to Test (s3:ListBucket), or, with Bucket to Test empty, to list buckets (s3:ListAllMyBuckets).',
+				},
+			},
+			{
+				type: 'responseCode',
+				properties: {
+					value: 404,
+					message:
+						'No such bucket (404): check Bucket to Test, and Custom Endpoint for an S3-compatible store',
+				},
+			},
+		],
+	};
 }

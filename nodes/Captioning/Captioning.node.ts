@@ -11,7 +11,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 
 import * as account from './actions/account';
 import * as job from './actions/job';
-import { testS3Credential } from './media/s3Credential';
+import { searchJobs } from './listing/jobSearch';
 import { resume } from './waiting/webhook';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
@@ -64,13 +64,8 @@ export class Captioning implements INodeType {
 			{ name: 'captioningApi', required: true },
 			// Job → Create's S3 Object source signs with a credential of its own. Shown by `source`
 			// alone: n8n 2.41.1's editor renders no parameters at all for a node whose credentials'
-			// displayOptions name resource or operation (measured, test/ui). Only Job → Create has `source`.
-			{
-				name: 'captioningS3Api',
-				required: true,
-				testedBy: 'captioningS3ApiTest',
-				displayOptions: { show: { source: ['s3'] } },
-			},
+			// displayOptions name resource or operation (test/ui). Only Job → Create has `source`.
+			{ name: 'captioningS3Api', required: true, displayOptions: { show: { source: ['s3'] } } },
 		],
 		// Job → Create's Wait for Completion: On Webhook resumes here ($execution.resumeUrl/<node id>).
 		webhooks: [
@@ -103,9 +98,7 @@ export class Captioning implements INodeType {
 		],
 	};
 
-	methods = {
-		credentialTest: { captioningS3ApiTest: testS3Credential },
-	};
+	methods = { listSearch: { searchJobs } };
 
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		return await router.call(this);

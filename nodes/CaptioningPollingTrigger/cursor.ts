@@ -1,17 +1,8 @@
-// What the polling trigger remembers between polls, and how one poll finds the jobs that finished.
-//
-// The interface lists jobs newest first (by creation), with a status filter, and does not order
-// jobs created at the same instant. A poll reads the list down to the creation time of the newest
-// jobs the previous poll saw (the cursor: that time, and the ids seen at it): jobs above it, or at
-// it with an id not seen, are new, and are reported when already finished or remembered as open
-// when queued or processing. Open jobs are checked until they finish: for free when the pages
-// already read hold them, else from the queued and processing lists or one by one. So a poll reads
-// one page when nothing happened and more only as more happened, whatever the size of the workspace.
-//
-// n8n saves a polling node's static data when the poll returns items (and at activation), not
-// after a poll that returns nothing. So the state is only replaced at the end of a successful poll,
-// and everything a restart may bring back is safe: an older cursor only means reading further back,
-// and the jobs reported since then (the last thing saved) are remembered.
+// What the polling trigger remembers between polls (the cursor: the newest creation time seen and
+// the ids seen at it; the open jobs), and how one poll finds the jobs that finished: the job list
+// newest first down to the cursor, then the open jobs, from pages already read when they hold them.
+// A quiet poll reads one page, whatever the size of the workspace. The state is replaced only at
+// the end of a successful poll, so an older one brought back by a restart only reads further back.
 import type { IPollFunctions, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 

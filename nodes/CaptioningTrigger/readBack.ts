@@ -1,19 +1,9 @@
-// Events that arrive close together are read back together. When a batch of videos finishes at
-// once, its events come in a burst (each perhaps twice); read one by one, every event would cost a
-// read under the read limit the whole API key shares, and the last ones would wait for seconds of
-// 429s before they are answered, long enough for the service to give up and deliver them again.
-//
-// So a trigger reads at most once per `spacingMs`: the first event of a quiet moment is read at
-// once, and the events that arrive while a read is under way or spaced share the next one (a page
-// of the job list holds 100 jobs; readJobsSettled reads one by one only what its pages did not
-// hold). And what a read's pages showed of jobs already completed or cancelled is kept for
-// `recentMs`: a final job stays final, so an event whose job a read after its completion already
-// showed in the status it claims needs no read of its own (in a burst, most of them). An event whose
-// status the kept job does not have is read anew, never refused on what was kept.
-//
-// The memory is this process's and per workflow, node and credentials: n8n runs every webhook call
-// of a trigger in one process (in queue mode, in each webhook process, each with its own). A
-// reader with nothing queued and nothing kept is dropped; a deactivated trigger's are forgotten.
+// Events that arrive close together are read back together: a trigger reads at most once per
+// `spacingMs`, and the events that arrive meanwhile share the next read (readJobsSettled: pages of
+// the job list, then one by one what they did not hold), so a burst costs a few reads of the key's
+// shared read limit instead of one per event. Jobs a read showed final are kept for `recentMs`: an
+// event claiming that status needs no read of its own; any other event is read anew.
+// Readers are per process, workflow, node and credentials; idle ones are dropped.
 import type { IWebhookFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 

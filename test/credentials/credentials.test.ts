@@ -1,11 +1,8 @@
-// The credentials: authentication header, and the "Test" button. n8n's CredentialsTester (in the
-// n8n CLI, not in n8n-core) runs `test.request` as the routing request of a temporary declarative
-// node, then checks `test.rules` against the response; this test does the same with n8n-core's
-// RoutingNode. The e2e suite presses the real button in real n8n.
-import type { IDataObject, INodeType, INodeTypeDescription } from 'n8n-workflow';
-
+// The Captioning API credential: its authentication header, and its Test button pressed as n8n's
+// CredentialsTester does (test/engine/credentialTest.ts). The e2e suite presses the real button in
+// real n8n.
 import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
-import { node, runWorkflow } from '../engine/workflow';
+import { pressTest as pressCredentialTest } from '../engine/credentialTest';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 
@@ -16,70 +13,9 @@ beforeAll(async () => {
 });
 afterAll(async () => await sb.close());
 
-const tempNode: INodeType = {
-	description: {
-		displayName: 'Temp',
-		name: 'temp',
-		group: ['transform'],
-		version: 1,
-		description: '',
-		defaults: { name: 'Temp' },
-		inputs: ['main'],
-		outputs: ['main'],
-		credentials: [{ name: 'captioningApi', required: true }],
-		properties: [
-			{
-				displayName: 'Temp',
-				name: 'temp',
-				type: 'string',
-				routing: { request: credential.test.request },
-				default: '',
-			},
-		],
-	} as unknown as INodeTypeDescription,
-};
-
-const valueAt = (data: IDataObject, path: string) =>
-	path
-		.split('.')
-		.reduce<unknown>(
-			(v, k) => (v && typeof v === 'object' ? (v as IDataObject)[k] : undefined),
-			data,
-		);
-
-/** What the Test button shows, computed the way n8n's CredentialsTester does. */
-async function pressTest(
-	apiKey: string,
-	baseUrl = sb.baseUrl,
-): Promise<{ status: 'OK' | 'Error'; message: string }> {
-	const run = await runWorkflow({
-		nodes: [node('Temp-Node', 'temp', {})],
-		nodeTypes: { temp: tempNode },
-		credentials: { captioningApi: { apiKey, baseUrl } },
-		mode: 'internal',
-	});
-	const error = run.error('Temp-Node') as
-		| (Error & { cause?: { code?: string; response?: { status: number } } })
-		| undefined;
-	if (error) {
-		if (error.cause?.response)
-			return {
-				status: 'Error',
-				message: `Received HTTP status code: ${error.cause.response.status}`,
-			};
-		return { status: 'Error', message: error.cause?.code ?? error.message };
-	}
-	const json = run.output('Temp-Node')[0].json;
-	for (const rule of credential.test.rules ?? []) {
-		if (
-			rule.type === 'responseSuccessBody' &&
-			valueAt(json, rule.properties.key) === rule.properties.value
-		) {
-			return { status: 'Error', message: rule.properties.message };
-		}
-	}
-	return { status: 'OK', message: 'Connection successful!' };
-}
+/** What the Test button shows for this key and base URL. */
+const pressTest = async (apiKey: string, baseUrl = sb.baseUrl) =>
+	await pressCredentialTest(credential, { apiKey, baseUrl });
 
 test('authenticate adds Authorization: Bearer <key> without an expression, keeping the other headers, and follows no redirect with it', async () => {
 	const authenticate = credential.authenticate as (

@@ -99,7 +99,11 @@ test('an AI Agent calling Captioning Tool (Job → Get Captions, Job ID from $fr
 					descriptionType: 'auto',
 					resource: 'job',
 					operation: 'getCaptions',
-					jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}",
+					jobId: {
+						__rl: true,
+						mode: 'id',
+						value: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}",
+					},
 					formats: ['txt', 'json'],
 				},
 				{ typeVersion: 1 },

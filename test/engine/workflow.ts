@@ -41,6 +41,7 @@ import { ICredentialsHelper, Workflow } from 'n8n-workflow';
 import type { Readable } from 'node:stream';
 
 import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
+import { CaptioningS3Api } from '../../credentials/CaptioningS3Api.credentials';
 import { useProcessedDataStore } from './processed';
 
 // n8n-core's own copy of the DI container (other dev tools bring another version of @n8n/di).
@@ -49,7 +50,10 @@ const { Container } = require(
 	require.resolve('@n8n/di', { paths: [path.dirname(require.resolve('n8n-core'))] }),
 ) as typeof import('@n8n/di');
 
-const credentialTypes: Record<string, ICredentialType> = { captioningApi: new CaptioningApi() };
+const credentialTypes: Record<string, ICredentialType> = {
+	captioningApi: new CaptioningApi(),
+	captioningS3Api: new CaptioningS3Api(),
+};
 
 /**
  * Applies a credential type's `authenticate` the way n8n's CLI does: a function is called,

@@ -21,6 +21,7 @@ import type { S3Server } from '../helpers/s3Bucket';
 import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
+import { orderDirectly } from '../helpers/captioning';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempJson } from '../real/instance';
 import type { EditorPage } from './browser';
@@ -273,7 +274,11 @@ describe(`n8n ${VERSION}'s editor`, () => {
 					parameters: {
 						resource: 'job',
 						operation: 'getCaptions',
-						jobId: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}",
+						jobId: {
+							__rl: true,
+							mode: 'id',
+							value: "={{ $fromAI('job_id', 'The id of the caption job', 'string') }}",
+						},
 					},
 					credentials,
 				},
@@ -406,6 +411,39 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			await closeNode();
 		},
 	);
+
+	test('Job → Get: the Job field lists the newest jobs by title, status and date; a search narrows them', async () => {
+		const lecture = await orderDirectly(sb, { title: 'Week 1 lecture' });
+		await orderDirectly(sb, { title: 'Panel: the future of captions' });
+		sb.completeJob(lecture);
+		await openWorkflow('uiEveryOperation');
+		await openNode('Job: Get');
+		await page.getByTestId('rlc-input').first().click();
+		const items = page.getByTestId('rlc-item');
+		await items.first().waitFor();
+		const names = (await items.allInnerTexts()).map((t) => t.trim());
+		expect(names.slice(0, 2)).toEqual([
+			expect.stringMatching(
+				/^Panel: the future of captions · (queued|processing|completed) · \d{4}-\d\d-\d\d \d\d:\d\d UTC$/,
+			),
+			expect.stringMatching(/^Week 1 lecture · completed · /),
+		]);
+		await picture('job-locator-list', page.getByTestId('ndv'));
+		await page.getByTestId('rlc-search').pressSequentially('lecture', { delay: 30 });
+		// The list reloads with the search: wait until only matches are left.
+		const deadline = Date.now() + 15000;
+		let shown: string[] = [];
+		while (Date.now() < deadline) {
+			shown = await items.allInnerTexts();
+			if (shown.length > 0 && shown.every((t) => /lecture/i.test(t))) break;
+			await page.waitForTimeout(250);
+		}
+		expect(shown.map((t) => t.trim().split(' · ')[0])).toContain('Week 1 lecture');
+		expect((await items.allInnerTexts()).every((t) => /lecture/i.test(t))).toBe(true);
+		// Escape closes the list first, then the panel.
+		await page.keyboard.press('Escape');
+		await closeNode();
+	});
 
 	test('Job → Create with Source S3 Object: Bucket Name, Object Key (required), Link Valid For 24, and the Captioning S3 Media credential to pick', async () => {
 		await openWorkflow('uiEveryOperation');
@@ -554,13 +592,13 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await picture('credential-dialog', ok.modal);
 	});
 
-	test("the Captioning S3 Media credential's dialog: tested by the node (testedBy) against a real S3 server, a wrong secret named", async () => {
-		expect((await saveCredential(S3_CREDENTIAL_ID, 'secretAccessKey', 'not-the-secret')).text).toBe(
-			'The Secret Access Key does not match the Access Key ID: copy the secret again. (403 SignatureDoesNotMatch)',
-		);
+	test("the Captioning S3 Media credential's dialog: tested through n8n's own helpers against a real S3 server, a wrong secret named", async () => {
+		expect(
+			(await saveCredential(S3_CREDENTIAL_ID, 'secretAccessKey', 'not-the-secret')).text,
+		).toMatch(/^S3 refused the key \(403\): copy Access Key ID and Secret Access Key again/);
 		expect(
 			(await saveCredential(S3_CREDENTIAL_ID, 'secretAccessKey', s3.secretAccessKey)).text,
-		).toMatch(/Connection tested successfully/i);
+		).toMatch(/Connection tested successfully|Connection successful/i);
 	});
 
 	test('the Drive example on the canvas; no page or console error came from our nodes', async () => {

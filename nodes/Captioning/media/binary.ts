@@ -20,7 +20,7 @@ export const inputFileField: INodeProperties = {
 		'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
 };
 
-/** Read size for files from the binary store, measured by npm run bench: n8n's default 64 KiB halves throughput, and 1 MiB or more slows down in a process whose allocator has seen large buffers come and go. */
+/** Read size for files from the binary store: the fastest in npm run bench (CONTRIBUTING, Performance). */
 const STREAM_CHUNK_BYTES = 256 * 1024;
 
 export interface InputFile {

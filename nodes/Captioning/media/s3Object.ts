@@ -1,16 +1,11 @@
 // Job → Create's S3 Object source (docs/s3.md): one signed HEAD checks the object (exists,
 // readable, within the service's size), then the service gets a time-limited signed GET URL as
 // media_url and fetches the media itself. No media byte passes through n8n.
-import type {
-	ICredentialDataDecryptedObject,
-	IExecuteFunctions,
-	IHttpRequestOptions,
-	IN8nHttpFullResponse,
-} from 'n8n-workflow';
+import type { IExecuteFunctions, IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
-import { objectUrl, parseS3Uri, serviceUrl, signedHeaders } from '../transport/s3';
+import { objectUrl, parseS3Uri, s3AccessOf, serviceUrl, signedHeaders } from '../transport/s3';
 import { header, refuse } from '../transport/errors';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
@@ -33,36 +28,6 @@ export interface CheckedObject {
 	size: number;
 	/** x-amz-version-id when the bucket is versioned, else the ETag: a new upload is a new order. */
 	version: string;
-}
-
-/** The credential's fields as the signer takes them; a bad endpoint is named before any request. */
-export function s3AccessOf(data: ICredentialDataDecryptedObject): S3Access | string {
-	const access: S3Access = {
-		accessKeyId: String(data.accessKeyId ?? '').trim(),
-		secretAccessKey: String(data.secretAccessKey ?? '').trim(),
-		sessionToken: String(data.sessionToken ?? '').trim() || undefined,
-		region: String(data.region ?? '').trim(),
-		endpoint:
-			String(data.endpoint ?? '')
-				.trim()
-				.replace(/\/+$/, '') || undefined,
-		forcePathStyle: Boolean(data.forcePathStyle),
-	};
-	if (!access.accessKeyId || !access.secretAccessKey)
-		return 'Access Key ID and Secret Access Key are both needed';
-	if (!/^[a-z0-9-]+$/.test(access.region))
-		return `Region "${access.region}" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)`;
-	if (access.endpoint) {
-		let url: URL | undefined;
-		try {
-			url = new URL(access.endpoint);
-		} catch {
-			url = undefined;
-		}
-		if (!url || !['http:', 'https:'].includes(url.protocol))
-			return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
-	}
-	return access;
 }
 
 /** The item's bucket and key: Bucket Name and Object Key, or an s3://bucket/key in either. */

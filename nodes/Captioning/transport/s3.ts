@@ -11,13 +11,14 @@ import {
 	keyPath,
 	objectUrl,
 	parseS3Uri,
+	s3AccessOf,
 	serviceUrl,
 	uriEncode,
 	withoutQuery,
 } from './s3Addresses';
 
 export type { S3Access, S3Object };
-export { bucketUrl, objectUrl, parseS3Uri, serviceUrl, withoutQuery };
+export { bucketUrl, objectUrl, parseS3Uri, s3AccessOf, serviceUrl, withoutQuery };
 
 /** SHA-256 of an empty body: what the SDK's S3 client signs and sends for bodiless requests. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

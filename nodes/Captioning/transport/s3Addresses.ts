@@ -168,3 +168,33 @@ export function parseS3Uri(text: string): S3Object | undefined {
 	const match = /^s3:\/\/([A-Za-z0-9._-]+)\/([\s\S]+)$/i.exec(text);
 	return match ? { bucket: match[1], key: match[2] } : undefined;
 }
+
+/** The credential's fields as the signer takes them; a bad endpoint is named before any request. */
+export function s3AccessOf(data: Record<string, unknown>): S3Access | string {
+	const access: S3Access = {
+		accessKeyId: String(data.accessKeyId ?? '').trim(),
+		secretAccessKey: String(data.secretAccessKey ?? '').trim(),
+		sessionToken: String(data.sessionToken ?? '').trim() || undefined,
+		region: String(data.region ?? '').trim(),
+		endpoint:
+			String(data.endpoint ?? '')
+				.trim()
+				.replace(/\/+$/, '') || undefined,
+		forcePathStyle: Boolean(data.forcePathStyle),
+	};
+	if (!access.accessKeyId || !access.secretAccessKey)
+		return 'Access Key ID and Secret Access Key are both needed';
+	if (!/^[a-z0-9-]+$/.test(access.region))
+		return `Region "${access.region}" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)`;
+	if (access.endpoint) {
+		let url: URL | undefined;
+		try {
+			url = new URL(access.endpoint);
+		} catch {
+			url = undefined;
+		}
+		if (!url || !['http:', 'https:'].includes(url.protocol))
+			return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
+	}
+	return access;
+}

@@ -3,15 +3,42 @@ import type { IDataObject, INodeProperties } from 'n8n-workflow';
 
 import type { Job } from '../../model/types';
 
+/** A job ID as the service writes it: a UUID. */
+const JOB_ID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
 export const jobIdField: INodeProperties = {
-	displayName: 'Job ID',
+	displayName: 'Job',
 	name: 'jobId',
-	type: 'string',
-	default: '',
+	type: 'resourceLocator',
+	default: { mode: 'list', value: '' },
 	required: true,
-	placeholder: 'e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
 	description:
-		'The ID of the caption job, as output by Job → Create or the Captioning Trigger: drag its ID field in from the input',
+		'The caption job: one of the newest from the list, or its ID, e.g. the ID field output by Job → Create or the Captioning Trigger (drag it in from the input)',
+	modes: [
+		{
+			displayName: 'From List',
+			name: 'list',
+			type: 'list',
+			placeholder: 'Select a job...',
+			typeOptions: { searchListMethod: 'searchJobs', searchable: true },
+		},
+		{
+			displayName: 'By ID',
+			name: 'id',
+			type: 'string',
+			placeholder: 'e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
+			validation: [
+				{
+					type: 'regex',
+					properties: {
+						regex: JOB_ID,
+						errorMessage:
+							'Not a job ID: a job ID is a UUID, e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
+					},
+				},
+			],
+		},
+	],
 };
 
 export const simplifyField: INodeProperties = {

@@ -12,14 +12,14 @@ export const description = updateDisplayOptions(
 	properties,
 );
 
-/** The item's Job ID; refuses an empty one. */
+/** The item's job ID (from the list or by ID); refuses an empty one. */
 export function getJobId(ctx: IExecuteFunctions, i: number): string {
-	const id = (ctx.getNodeParameter('jobId', i) as string).trim();
+	const id = String(ctx.getNodeParameter('jobId', i, '', { extractValue: true }) ?? '').trim();
 	if (!id) {
-		throw new NodeOperationError(ctx.getNode(), 'Job ID is empty', {
+		throw new NodeOperationError(ctx.getNode(), 'Job is empty', {
 			itemIndex: i,
 			description:
-				'Enter the ID of a caption job, e.g. the ID field output by Job → Create or the Captioning Trigger.',
+				'Select a job from the list, or give its ID: e.g. the ID field output by Job → Create or the Captioning Trigger.',
 		});
 	}
 	return id;
