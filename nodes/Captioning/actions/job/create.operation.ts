@@ -2,6 +2,7 @@ import type {
 	IDataObject,
 	IExecuteFunctions,
 	INodeExecutionData,
+	INodePropertyOptions,
 	INodeProperties,
 } from 'n8n-workflow';
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
@@ -18,6 +19,25 @@ import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
 import { inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 import { parentWaitsForThisRun } from '../../transport/n8nPrivate';
+
+/** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
+const DONT_WAIT: INodePropertyOptions = {
+	name: "Don't Wait",
+	value: 'none',
+	description: 'Output the job as ordered (status queued)',
+};
+const ON_WEBHOOK: INodePropertyOptions = {
+	name: 'On Webhook',
+	value: 'webhook',
+	description:
+		"Durable: the execution sleeps in n8n's database (no process held; restarts and n8n Cloud's time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.",
+};
+const POLL: INodePropertyOptions = {
+	name: 'Poll',
+	value: 'poll',
+	description:
+		"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
+};
 
 const properties: INodeProperties[] = [
 	{
@@ -362,25 +382,7 @@ const properties: INodeProperties[] = [
 			propertyHint:
 				'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions',
 		},
-		options: [
-			{
-				name: "Don't Wait",
-				value: 'none',
-				description: 'Output the job as ordered (status queued)',
-			},
-			{
-				name: 'On Webhook',
-				value: 'webhook',
-				description:
-					"Durable: the execution sleeps in n8n's database (no process held; restarts and n8n Cloud's time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.",
-			},
-			{
-				name: 'Poll',
-				value: 'poll',
-				description:
-					"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
-			},
-		],
+		options: [DONT_WAIT, ON_WEBHOOK, POLL],
 		default: 'none',
 		description: 'Whether the node waits for the captions before passing the job on',
 	},
@@ -390,19 +392,7 @@ const properties: INodeProperties[] = [
 		type: 'options',
 		// An AI Agent's tool call cannot sleep until a webhook: no On Webhook there.
 		displayOptions: { show: { '@tool': [true] } },
-		options: [
-			{
-				name: "Don't Wait",
-				value: 'none',
-				description: 'Output the job as ordered (status queued)',
-			},
-			{
-				name: 'Poll',
-				value: 'poll',
-				description:
-					"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
-			},
-		],
+		options: [DONT_WAIT, POLL],
 		default: 'none',
 		description: 'Whether the node waits for the captions before passing the job on',
 	},
