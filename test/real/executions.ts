@@ -58,6 +58,31 @@ export function executionsApi(n8n: () => N8n) {
 					: res.body.data;
 			return data.resultData.runData;
 		},
+		/**
+		 * Waits until no execution of the workflow runs; returns those left "new" for good (created, never
+		 * started: n8n killed between storing an execution and starting it leaves it so, its event not
+		 * yet answered, and never recovers it). A "new" one counts as left once unchanged for 5 s.
+		 */
+		async untilEnded(workflowId: string, ms = 180000): Promise<Execution[]> {
+			let seen = { key: '', at: 0, list: [] as Execution[] };
+			const probe = async () => {
+				const res = await n8n().rest<{ results?: Execution[] }>(
+					'GET',
+					`/executions?limit=100&filter=${encodeURIComponent(JSON.stringify({ workflowId, status: ['new', 'running'] }))}`,
+				);
+				const list = res.body.results ?? [];
+				const key = list.map((e) => `${e.id}:${e.status}`).join(',');
+				if (key !== seen.key) seen = { key, at: Date.now(), list };
+				if (list.some((e) => e.status !== 'new')) return undefined;
+				return Date.now() - seen.at >= 5000 ? list : undefined;
+			};
+			try {
+				return await waitFor('every execution to end', probe, ms);
+			} catch (error) {
+				const lingering = seen.list.map((e) => `${e.id} ${e.status} since ${e.startedAt}`);
+				throw new Error(`${(error as Error).message}\nstill listed: ${lingering.join('; ')}`);
+			}
+		},
 		/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
 		async newestId(): Promise<number> {
 			const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=1');

@@ -16,12 +16,14 @@ export interface KilledBurst {
 	/** Every execution of the workflow since the burst, with the job each holds. */
 	executions: Array<Execution & { jobs: string[] }>;
 	crashed: Array<Execution & { jobs: string[] }>;
+	/** Executions n8n stored but never started (killed in between): their events were not answered. */
+	leftNew: number;
 	/** Answered events with no execution at all. */
 	lost: string[];
 }
 
 export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promise<KilledBurst> {
-	const { waitFor, newestId, jobsByExecution } = executionsApi(() => n8n);
+	const { waitFor, newestId, jobsByExecution, untilEnded } = executionsApi(() => n8n);
 	const ids = await prepareBurst(n8n, sb, 'triggerCaptions', count);
 	const since = await newestId();
 	sb.resetLedger();
@@ -45,18 +47,7 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 		await completing;
 		await n8n.start();
 		await sb.settleDeliveries();
-		const running = async () =>
-			(
-				await n8n.rest<{ results?: Execution[] }>(
-					'GET',
-					`/executions?limit=1&filter=${encodeURIComponent(JSON.stringify({ workflowId: BURST_CAPTIONS_WORKFLOW, status: ['new', 'running'] }))}`,
-				)
-			).body.results ?? [];
-		await waitFor(
-			'every execution to end',
-			async () => ((await running()).length === 0 ? true : undefined),
-			180000,
-		);
+		const leftNew = await untilEnded(BURST_CAPTIONS_WORKFLOW);
 		const executions = await jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
 		const held = new Set(executions.flatMap((e) => e.jobs));
 		return {
@@ -64,6 +55,7 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 			answered: answered(),
 			executions,
 			crashed: executions.filter((e) => e.status === 'crashed'),
+			leftNew: leftNew.length,
 			lost: [...answered()].filter((id) => !held.has(id)),
 		};
 	} finally {
