@@ -49,7 +49,8 @@ async function measure(items: number, processing: boolean) {
 			connections: { Captioning: { main: [[{ node: 'Next', type: 'main', index: 0 }]] } },
 			nodeName: 'Captioning',
 			nodeTypes: { captioning: new Captioning(), noOp: nextNode },
-			credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+			// The invoiced workspace: 1,000 orders exceed the prepaid one's balance.
+			credentials: { captioningApi: { apiKey: sb.keys.otherWorkspace, baseUrl: sb.baseUrl } },
 			input: Array.from({ length: items }, (_, i) => ({
 				json: { url: `https://media.example.com/webhook-batch/${i}.mp4` },
 			})),
@@ -57,6 +58,8 @@ async function measure(items: number, processing: boolean) {
 			workflowId: 'bench-webhook-batch',
 		});
 		try {
+			const { error } = waiting.first.run.data.resultData;
+			if (error) throw new Error(`the batch did not start waiting: ${error.message}`);
 			const ids = sb.ledger.jobs.map((j) => j.id);
 			if (processing) for (const id of ids) sb.startJob(id);
 			const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
