@@ -41,11 +41,22 @@ function controlOf(ctx, servers) {
 		setWebhook(config) {
 			Object.assign(ctx.deliveries.webhook, config);
 		},
+		/**
+		 * Keeps a job out of the API's answers (list and read) until `showJob`, as a service whose
+		 * writes become visible out of creation order: the job list then shows newer jobs without it.
+		 */
+		hideJob(id) {
+			ctx.jobs.findJob(id).job.hidden = true;
+		},
+		showJob(id) {
+			ctx.jobs.findJob(id).job.hidden = false;
+		},
 		completeJob: ctx.jobs.completeJob,
 		cancelJob: ctx.jobs.cancelJob,
 		/**
 		 * History: `count` jobs of the first workspace that finished long ago (completed), made
 		 * directly, oldest first, before any job ordered later. Not in the ledger: no request made them.
+		 * Options: `status` ('queued' for jobs still open), `metadata`, `workspace` (an index).
 		 */
 		seedHistory: ctx.jobs.seedHistory,
 		startJob: ctx.jobs.startJob,

@@ -240,9 +240,11 @@ function createJobs(ctx) {
 	 * History: `count` jobs of the first workspace that finished long ago (completed), made directly,
 	 * oldest first, before any job ordered later. Not in the ledger: no request made them.
 	 */
-	function seedHistory(count) {
-		const ws = [...workspaces.values()][0];
+	function seedHistory(count, options = {}) {
+		const { status = 'completed', metadata = {}, workspace = 0 } = options;
+		const ws = [...workspaces.values()][workspace];
 		const start = Date.now() - 30 * 86400 * 1000;
+		const done = status === 'completed';
 		for (let n = 0; n < count; n++) {
 			const id = crypto.randomUUID();
 			const job = {
@@ -250,8 +252,8 @@ function createJobs(ctx) {
 				view: {
 					id,
 					object: 'job',
-					status: 'completed',
-					progress: 100,
+					status,
+					progress: done ? 100 : null,
 					eta: null,
 					title: `Old job ${n}`,
 					media: {
@@ -265,12 +267,12 @@ function createJobs(ctx) {
 					cost: { amount: '0.30', currency: 'usd' },
 					cancellation: null,
 					captions: null,
-					metadata: {},
+					metadata: { ...metadata },
 					created_at: new Date(start + n * 1000).toISOString(),
-					completed_at: new Date(start + n * 1000 + 600000).toISOString(),
+					completed_at: done ? new Date(start + n * 1000 + 600000).toISOString() : null,
 				},
 			};
-			job.view.captions = captionLinks(ws, job);
+			if (done) job.view.captions = captionLinks(ws, job);
 			ws.jobs.set(id, job);
 		}
 	}

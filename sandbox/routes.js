@@ -135,7 +135,7 @@ function createRoutes(ctx) {
 
 	function getJob(key, id) {
 		const job = UUID.test(id) ? key.workspace.jobs.get(id) : undefined;
-		if (!job)
+		if (!job || job.hidden)
 			throw new ApiError(404, 'not_found', 'No job with this id exists in this workspace.', 'id');
 		return job;
 	}
@@ -161,7 +161,7 @@ function createRoutes(ctx) {
 		}
 		// Newest first. The interface does not order jobs created at the same instant: the newest
 		// order first, or (while tests fix the creation time) by id.
-		let jobs = [...key.workspace.jobs.values()].reverse();
+		let jobs = [...key.workspace.jobs.values()].filter((j) => !j.hidden).reverse();
 		if (ctx.creationTime)
 			jobs.sort(
 				(a, b) =>

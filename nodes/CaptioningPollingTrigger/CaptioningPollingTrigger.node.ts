@@ -16,7 +16,7 @@ import { EVENT_OF_STATUS } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { jobPages } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
-import { finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
+import { filtersKey, finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -64,16 +64,14 @@ export class CaptioningPollingTrigger implements INodeType {
 	 */
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
 		const staticData = this.getWorkflowStaticData('node') as PollState;
-		if (!staticData.started) {
-			// Activation: start from now (no flood of history), remembering the jobs still open.
-			Object.assign(staticData, await firstState(this));
+		const filters = this.getNodeParameter('filters', {}) as IDataObject;
+		if (!staticData.started || staticData.filters !== filtersKey(filters)) {
+			// Activation (or new Filters): start from now (no flood of history), remembering the open jobs that fit.
+			Object.assign(staticData, await firstState(this, filters));
 			return null;
 		}
-		const wanted = wantedJobs(
-			this.getNodeParameter('events', []) as EventType[],
-			this.getNodeParameter('filters', {}) as IDataObject,
-		);
-		const { finished, next } = await finishedSince(this, staticData);
+		const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], filters);
+		const { finished, next } = await finishedSince(this, staticData, filters);
 		const reported = next.reported ?? [];
 		const due = finished.filter(
 			(job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`),

@@ -1,30 +1,54 @@
-// What the polling trigger remembers between polls (the cursor: the newest creation time seen and
-// the ids seen at it; the open jobs), and how one poll finds the jobs that finished: the job list
-// newest first down to the cursor, then the open jobs, from pages already read when they hold them.
-// A quiet poll reads one page, whatever the size of the workspace. The state is replaced only at
-// the end of a successful poll, so an older one brought back by a restart only reads further back.
-import type { IPollFunctions, JsonObject } from 'n8n-workflow';
+// What the polling trigger remembers between polls, and how one poll finds the jobs that finished.
+//
+// The job list is read newest first, down past the newest job the last poll saw. A job created
+// after `horizon` that no poll has seen (`known`) is new: so a job that becomes visible after a
+// newer one was seen (the service's writes need not become visible in creation order) is still
+// found, as long as it lies within the pages read and the last `OVERLAP_MS` of creation time.
+// Open jobs that fit the Filters are remembered (`open`) and checked until they finish: on the
+// pages read when they are there, otherwise through the open lists or one by one. Open jobs the
+// Filters exclude cost nothing (a job's metadata does not change). A quiet poll reads one page,
+// whatever the size of the workspace. The state is replaced only at the end of a successful poll,
+// so an older one brought back by a restart only reads further back; it stays bounded.
+import type { IDataObject, IPollFunctions, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
+import { metadataMatches } from '../Captioning/listing/filters';
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { jobPages, readJob } from '../Captioning/transport/jobs';
 
-/** How many reported jobs are remembered (a net for a cursor that n8n saved before a restart). */
+/** How many reported jobs are remembered (a net for a state that n8n saved before a restart). */
 export const REMEMBERED_REPORTS = 1000;
+
+export const pollWindow = {
+	/** How far behind the newest job seen a job may become visible and still be found. */
+	overlapMs: 5 * 60000,
+	/** The most jobs remembered as seen (the newest); past it the horizon moves up. */
+	maxKnown: 500,
+	/** The most open jobs followed (the oldest are dropped past it). */
+	maxOpen: 10000,
+};
 
 export interface PollState {
 	/** Set by the first poll (at activation): events are reported from then on, not before. */
 	started?: boolean;
-	/** The newest creation time the last poll saw, and the ids seen at it. Null: the workspace had no job. */
-	cursor?: { createdAt: string; ids: string[] } | null;
-	/** Jobs seen queued or processing, by id, with their creation time: checked until they finish. */
-	open?: Record<string, string>;
+	/** Jobs created after this (ms) that are not in `known` are new. */
+	horizon?: number;
+	/** Jobs created after `horizon` that a poll saw: id → creation time (ms). */
+	known?: Record<string, number>;
+	/** Queued or processing jobs that fit the Filters, by id, with their creation time (ms). */
+	open?: Record<string, number>;
+	/** The Filters `open` was chosen by. */
+	filters?: string;
 	/** `<job id> <status>` of the jobs reported, the latest REMEMBERED_REPORTS. */
 	reported?: string[];
 }
 
 const at = (time: string) => Date.parse(time);
+
+/** The Filters as `open` remembers them: another value means the open jobs must be chosen again. */
+export const filtersKey = (filters: IDataObject) =>
+	JSON.stringify([String(filters.metadataKey ?? '').trim(), filters.metadataValue ?? '']);
 
 /** Every job of the workspace that is queued or processing now (the lists grow with those, not with history). */
 async function openJobs(ctx: IPollFunctions): Promise<Job[]> {
@@ -48,84 +72,93 @@ async function readIfThere(ctx: IPollFunctions, id: string): Promise<Job | undef
 	}
 }
 
-/** How many of the newest jobs activation reads to find every job created at the newest instant. */
-const NEWEST_PAGE = 10;
-
-/**
- * Where a poll starts: the newest jobs now (all those created at the newest instant), and the jobs
- * open now (which may finish later). The open lists are read before and after the newest jobs: a
- * job queued before activation that finishes between the reads is in the first (read only after the
- * cursor, it would be lost: at the cursor, finished, never open), one created between them is in
- * the second.
- */
-export async function firstState(ctx: IPollFunctions): Promise<PollState> {
-	const openBefore = await openJobs(ctx);
-	let cursor: PollState['cursor'] = null;
-	for await (const page of jobPages(ctx, {}, { pageSize: () => NEWEST_PAGE })) {
-		cursor ??= page.length ? { createdAt: page[0].created_at, ids: [] } : null;
-		const atNewest = page.filter((job) => at(job.created_at) === at(cursor!.createdAt));
-		cursor?.ids.push(...atNewest.map((job) => job.id));
-		if (atNewest.length < page.length) break;
+/** The window of known jobs after a poll that saw these: behind the newest by the overlap, at most maxKnown. */
+function windowOf(
+	horizon: number,
+	known: Record<string, number>,
+): Pick<PollState, 'horizon' | 'known'> {
+	const newest = Math.max(horizon, ...Object.values(known));
+	let floor = Math.max(horizon, newest - pollWindow.overlapMs);
+	let kept = Object.entries(known)
+		.filter(([, created]) => created >= floor)
+		.sort((a, b) => b[1] - a[1]);
+	if (kept.length > pollWindow.maxKnown) {
+		kept = kept.slice(0, pollWindow.maxKnown);
+		floor = kept.at(-1)![1];
 	}
-	const open: Record<string, string> = {};
-	for (const job of [...openBefore, ...(await openJobs(ctx))]) open[job.id] = job.created_at;
-	return { started: true, cursor, open, reported: [] };
+	return { horizon: floor, known: Object.fromEntries(kept) };
 }
 
-/** What a poll finds as it reads: jobs finished, jobs still open, the next cursor. */
+/**
+ * Where a poll starts: the newest page of jobs (known, not reported), and the open jobs that fit
+ * the Filters. The open lists are read before and after the newest page: a job queued before
+ * activation that finishes between the reads is in the first (read only after the newest page, it
+ * would be lost: known, finished, never open), one created between them is in the second.
+ */
+export async function firstState(ctx: IPollFunctions, filters: IDataObject): Promise<PollState> {
+	const openBefore = await openJobs(ctx);
+	const known: Record<string, number> = {};
+	let horizon = -Infinity;
+	for await (const page of jobPages(ctx)) {
+		for (const job of page) known[job.id] = at(job.created_at);
+		// A full page: older jobs exist that were not read, so none of them counts as new.
+		if (page.length > 0) horizon = at(page.at(-1)!.created_at);
+		break;
+	}
+	const open: Record<string, number> = {};
+	for (const job of [...openBefore, ...(await openJobs(ctx))])
+		if (metadataMatches(job, filters)) open[job.id] = at(job.created_at);
+	return {
+		started: true,
+		...windowOf(Object.keys(known).length < 100 ? -Infinity : horizon, known),
+		open,
+		filters: filtersKey(filters),
+		reported: [],
+	};
+}
+
+/** What a poll finds as it reads: jobs finished, jobs still open, the jobs it saw. */
 interface Found {
 	finished: Job[];
-	open: Record<string, string>;
+	open: Record<string, number>;
 	/** Open jobs the pages have not reached yet. */
 	unseen: Set<string>;
-	next?: { createdAt: string; ids: string[] };
+	known: Record<string, number>;
+	filters: IDataObject;
 }
 
 /**
- * Reads the job list down past the cursor: jobs above it (or at its instant, not seen then) are new,
- * and open jobs the pages reach are read for free. Stops once past the cursor with every open job
- * reached, or a few pages further (the rest are read another way).
+ * Reads the job list down past the newest job seen before: jobs not seen before are new, and open
+ * jobs the pages reach are read for free. Stops once past it with every open job reached, or a few
+ * pages further (the rest are read another way).
  */
-async function readPastCursor(ctx: IPollFunctions, state: PollState, found: Found): Promise<void> {
-	const { cursor } = state;
-	const cursorAt = cursor ? at(cursor.createdAt) : -Infinity;
-	const seenAtCursor = new Set(cursor?.ids ?? []);
-	const oldestOpen = Math.min(...Object.values(found.open).map(at));
+async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Found): Promise<void> {
+	const horizon = state.horizon ?? -Infinity;
+	const newestSeen = Math.max(horizon, ...Object.values(state.known ?? {}));
+	const oldestOpen = Math.min(...Object.values(found.open));
 	const budget = Math.ceil(found.unseen.size / 100) + 1;
-	// Without a cursor (the workspace had no job at activation) every job listed is new.
-	let pastCursor = false;
-	let pagesPastCursor = 0;
+	let pagesPast = 0;
 	for await (const page of jobPages(ctx)) {
 		for (const job of page) {
-			found.next ??= { createdAt: job.created_at, ids: [] };
-			if (at(job.created_at) === at(found.next.createdAt)) found.next.ids.push(job.id);
-			if (at(job.created_at) < cursorAt) pastCursor = true;
-			const isNew = !pastCursor && !(at(job.created_at) === cursorAt && seenAtCursor.has(job.id));
+			const created = at(job.created_at);
+			const isNew = created > horizon && found.known[job.id] === undefined;
+			if (created >= horizon) found.known[job.id] = created;
 			if (isNew || found.unseen.has(job.id)) note(found, job);
 			found.unseen.delete(job.id);
 		}
-		if (!pastCursor) continue;
 		const last = page.at(-1);
-		if (
-			!last ||
-			found.unseen.size === 0 ||
-			at(last.created_at) < oldestOpen ||
-			++pagesPastCursor >= budget
-		)
-			break;
+		if (!last || at(last.created_at) >= newestSeen) continue;
+		if (found.unseen.size === 0 || at(last.created_at) < oldestOpen || ++pagesPast >= budget) break;
 	}
-	// Nothing newer than the cursor: the ids seen at its time add up.
-	if (found.next && cursor && at(found.next.createdAt) === cursorAt)
-		found.next.ids = [...new Set([...cursor.ids, ...found.next.ids])];
 }
 
-/** A job the poll reached: finished, or (still) open. */
+/** A job the poll reached: finished, or (still) open and fitting the Filters. */
 function note(found: Found, job: Job): void {
 	if (isFinal(job)) {
 		found.finished.push(job);
 		delete found.open[job.id];
-	} else {
-		found.open[job.id] = job.created_at;
+	} else if (metadataMatches(job, found.filters)) {
+		found.open[job.id] = at(job.created_at);
 	}
 }
 
@@ -142,6 +175,13 @@ async function readOpenFurtherBack(ctx: IPollFunctions, found: Found): Promise<v
 	}
 }
 
+/** The newest `maxOpen` open jobs (the oldest past it are no longer followed). */
+function boundedOpen(open: Record<string, number>): Record<string, number> {
+	const entries = Object.entries(open);
+	if (entries.length <= pollWindow.maxOpen) return open;
+	return Object.fromEntries(entries.sort((a, b) => b[1] - a[1]).slice(0, pollWindow.maxOpen));
+}
+
 /**
  * One poll: the jobs that finished since the state was taken (oldest completion first), and the
  * state to keep after them. Reads nothing it does not need, and changes nothing (the caller keeps
@@ -150,13 +190,16 @@ async function readOpenFurtherBack(ctx: IPollFunctions, found: Found): Promise<v
 export async function finishedSince(
 	ctx: IPollFunctions,
 	state: PollState,
+	filters: IDataObject,
 ): Promise<{ finished: Job[]; next: PollState }> {
 	const found: Found = {
 		finished: [],
 		open: { ...state.open },
 		unseen: new Set(Object.keys(state.open ?? {})),
+		known: { ...state.known },
+		filters,
 	};
-	await readPastCursor(ctx, state, found);
+	await readPastNewest(ctx, state, found);
 	if (found.unseen.size > 0) await readOpenFurtherBack(ctx, found);
 	// Reported in the order they finished; jobs that finished together, in the order they were created.
 	const inOrder = found.finished
@@ -166,8 +209,9 @@ export async function finishedSince(
 		finished: inOrder,
 		next: {
 			started: true,
-			cursor: found.next ?? state.cursor ?? null,
-			open: found.open,
+			...windowOf(state.horizon ?? -Infinity, found.known),
+			open: boundedOpen(found.open),
+			filters: state.filters,
 			reported: state.reported ?? [],
 		},
 	};

@@ -12,19 +12,12 @@ import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
-import { backsUp, eventRead, respond } from '../Captioning/events/verify';
+import { answerRefusal, backsUp, comeBack, eventRead, respond } from '../Captioning/events/verify';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { sleep } from '../Captioning/transport';
-import {
-	acceptEvent,
-	claimEvent,
-	eventsStarted,
-	forgetTrigger,
-	releaseEvent,
-	tokenMatches,
-} from './handledEvents';
+import { claimEvent, eventsStarted, forgetTrigger, tokenMatches } from './handledEvents';
 import { forgetReads, readBackLimits, readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
@@ -136,70 +129,57 @@ export class CaptioningTrigger implements INodeType {
 	 * failure is the execution's and its Retry downloads again.
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		const items = this.getInputData();
-		eventsStarted(
+		const input = this.getInputData();
+		const ranBefore = eventsStarted(
 			this,
-			items.map((item) => item.json),
+			input.map((item) => item.json),
 		);
+		// An event that an earlier execution in this process already ran (n8n started a stored
+		// execution at its restart beside a redelivery) continues once.
+		const items = input
+			.map((item, i) => ({ ...item, pairedItem: { item: i } }))
+			.filter((item) => !ranBefore.has(item.json.event_id as string));
 		const attach = attachSettings(this);
-		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
-		return [await withCaptions(this, items, attach)];
+		return [attach ? await withCaptions(this, items, attach) : items];
 	}
 }
 
-/** A new, a handled or a replayed event, or one whose other delivery is being tried. */
+/** A new event is tried; a handled one is a duplicate; one whose try n8n has not answered comes back later. */
 async function handleEvent(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
 ): Promise<IWebhookResponseData> {
-	const deadline = Date.now() + readBackLimits.answerWithinMs;
-	for (;;) {
-		const seen = claimEvent(ctx, event);
-		if (seen.kind === 'new') {
-			try {
-				return await startWith(ctx, event, deadline);
-			} catch (error) {
-				// n8n answers 500; the claim goes back, so that the service's redelivery is handled anew.
-				releaseEvent(ctx, event);
-				throw new NodeOperationError(ctx.getNode(), error as Error);
-			}
-		}
-		if (seen.kind === 'handled')
-			return {
-				webhookResponse: {
-					received: true,
-					started: false,
-					reason: `event ${event.id} was already received`,
-				},
-			};
-		if (seen.kind === 'replay') {
-			return respond(ctx, 409, {
-				error: `Event refused: job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once.`,
-			});
-		}
-		// Another delivery of this event is being tried: its outcome decides (handled: this is a
-		// duplicate; failed: this one takes over). Not known in time: the service tries again later.
-		const outcome = await Promise.race([
-			seen.outcome,
-			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
-		]);
-		if (outcome === undefined)
-			return respond(ctx, 503, {
-				error: `Event ${event.id} is still being handled; deliver it again later.`,
-			});
+	const seen = claimEvent(ctx, event);
+	if (seen.kind === 'handled') {
+		const reason =
+			seen.eventId === event.id
+				? `event ${event.id} was already received`
+				: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`;
+		return { webhookResponse: { received: true, started: false, reason } };
+	}
+	if (seen.kind === 'underWay')
+		return comeBack(
+			ctx,
+			`Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`,
+		);
+	try {
+		return await startWith(ctx, event);
+	} catch (error) {
+		// n8n answers 500, which ends the try: a redelivery is handled anew.
+		throw new NodeOperationError(ctx.getNode(), error as Error);
 	}
 }
 
 /**
  * A new event, claimed: read back (with the events that arrive with it) and checked as Verify
- * Events says. Accepted, it goes to n8n to start the workflow (n8n answers); refused, the claim is
- * given back so that a redelivery is handled anew.
+ * Events says. Accepted, it goes to n8n to start the workflow (n8n answers, and its answer settles
+ * the claim); refused, this answer ends the claim, so that a redelivery is handled anew.
  */
 async function startWith(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
-	deadline: number,
 ): Promise<IWebhookResponseData> {
+	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
 	const attach =
 		event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
@@ -214,21 +194,16 @@ async function startWith(
 			readTogether(ctx, event, priority),
 			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
 		]);
-		if (read === undefined) {
-			releaseEvent(ctx, event);
-			return respond(ctx, 503, {
-				error: `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`,
-			});
-		}
+		if (read === undefined)
+			return comeBack(
+				ctx,
+				`The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`,
+			);
 		// Verify off: the status must still match (links of a job not yet completed are no captions).
 		const checked = backsUp(ctx, event, eventRead(read), !verify);
-		if ('error' in checked) {
-			releaseEvent(ctx, event);
-			return respond(ctx, checked.status, { error: checked.error });
-		}
+		if ('error' in checked) return answerRefusal(ctx, checked);
 		job = checked.job;
 	}
-	acceptEvent(ctx, event);
 	const item = jobEventItem(job, {
 		id: event.id,
 		type: event.type,

@@ -1,14 +1,21 @@
-// Which events this trigger has handled: each job's event starts the workflow once, and an event is
-// refused only when it was handled. An event counts as handled once n8n answered its delivery 2xx
-// (n8n 2.x answers only once the execution is stored) or its execution ran this trigger's
-// execute(). Until then it is being tried: a second delivery of it waits for that outcome, and
-// takes over if the try failed (n8n answered an error, or nothing ran within `settleMs`).
+// Which events this trigger has handled: each job's news starts the workflow once while n8n runs.
+//
+// An event is handled once an execution of it exists: n8n answered a delivery of it 2xx (2.x only
+// after it stored the execution, 1.x just before) or an execution of it ran this trigger's
+// execute(). Until n8n answers, the delivery that was handed to n8n is the event's try, and n8n's
+// answer stays on that delivery's response object, also after the sender has gone: a copy of the
+// event (the same id, or the same job's news under another id) reads it there. Answered 2xx: the
+// copy is a duplicate (200, started: false). Answered with an error: nothing was stored, the copy
+// takes over. Not answered yet (n8n waits for a concurrency slot, or is busy storing): the copy is
+// asked to come back (503 with Retry-After). No timer and no closed connection decides a try; the
+// try's own execution runs once n8n stores it (at the latest when a slot frees, or at n8n's next
+// start, which runs what it stored and did not start).
 //
 // Handled events are remembered for the service's redelivery window (`windowMs`), at most
-// `maxInProcess` per trigger in this process, and the newest `maxSaved` also in the node's static
-// data, written by the execution (n8n saves it when the execution ends, so only events that have
-// an execution are kept across a restart). A redelivery past the window or those bounds starts the
-// workflow again: better twice than never.
+// `maxInProcess` per trigger in this process, and the newest `maxSaved` in the node's static data,
+// written by each execution from this process's memory (n8n saves static data when an execution
+// ends, the whole column, last writer wins: every write holds what the process knew). A
+// redelivery past the window or those bounds starts the workflow again: better twice than never.
 import type { IDataObject, IExecuteFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
@@ -19,8 +26,6 @@ export const eventMemory = {
 	windowMs: 3 * 24 * 3600 * 1000,
 	maxInProcess: 20000,
 	maxSaved: 1000,
-	/** A try whose outcome is not known this long after it was accepted (no answer, no run) failed. */
-	settleMs: 60000,
 };
 
 /** Compares the token in constant time (over digests, so the length leaks nothing either). */
@@ -33,14 +38,19 @@ interface Handled {
 	/** `<job id> <event type>`: the news the event brings. */
 	news: string;
 	at: number;
+	/** Whether an execution of it ran execute() in this process. */
+	ran: boolean;
+}
+
+/** What a try's delivery shows of n8n's answer (the response object n8n answers on). */
+interface Answer {
+	readonly writableEnded: boolean;
+	readonly statusCode: number;
 }
 
 interface Try {
 	news: string;
-	since: number;
-	/** Whether the try ended with the event handled; resolves once known. */
-	outcome: Promise<boolean>;
-	settle: (handled: boolean) => void;
+	answer: Answer;
 }
 
 const newsOf = (event: CaptioningEvent) => `${event.data.id} ${event.type}`;
@@ -53,7 +63,11 @@ class TriggerMemory {
 	lastUsed = Date.now();
 
 	add(eventId: string, entry: Handled): void {
-		if (this.handled.has(eventId)) return;
+		const known = this.handled.get(eventId);
+		if (known) {
+			known.ran ||= entry.ran;
+			return;
+		}
 		this.handled.set(eventId, entry);
 		this.handledNews.set(entry.news, eventId);
 		this.trim(Date.now());
@@ -72,16 +86,22 @@ class TriggerMemory {
 			this.handled.delete(id);
 			if (this.handledNews.get(entry.news) === id) this.handledNews.delete(entry.news);
 		}
-		for (const [id, t] of this.tries)
-			if (now - t.since > eventMemory.settleMs) this.endTry(id, false);
 	}
 
-	endTry(eventId: string, handled: boolean): void {
-		const t = this.tries.get(eventId);
-		if (!t) return;
-		this.tries.delete(eventId);
-		if (handled) this.add(eventId, { news: t.news, at: Date.now() });
-		t.settle(handled);
+	/** Reads n8n's answer on every try: answered 2xx, the event is handled; with an error, the try ends. */
+	settleTries(): void {
+		for (const [id, t] of this.tries) {
+			if (!t.answer.writableEnded) continue;
+			this.tries.delete(id);
+			const { statusCode } = t.answer;
+			if (statusCode >= 200 && statusCode < 300)
+				this.add(id, { news: t.news, at: Date.now(), ran: false });
+		}
+	}
+
+	/** The try of this event or of its news, if one is under way. */
+	tryOf(eventId: string, news: string): Try | undefined {
+		return this.tries.get(eventId) ?? [...this.tries.values()].find((t) => t.news === news);
 	}
 }
 
@@ -116,12 +136,12 @@ const parse = (line: string): [string, Handled] | undefined => {
 	const [id, job, type, at] = line.split(' ');
 	const ms = parseInt(at, 36);
 	return id && job && type && Number.isFinite(ms)
-		? [id, { news: `${job} ${type}`, at: ms }]
+		? [id, { news: `${job} ${type}`, at: ms, ran: false }]
 		: undefined;
 };
 
-/** The memory of this trigger, with what the node's static data remembers (after a restart). */
-function triggerMemory(ctx: IWebhookFunctions): TriggerMemory {
+/** The memory of this trigger, with what the node's static data remembers (after a restart, or another process's). */
+function triggerMemory(ctx: IWebhookFunctions | IExecuteFunctions): TriggerMemory {
 	const memory = memoryOf(ctx.getWorkflow().id, ctx.getNode().id);
 	const saved = ctx.getWorkflowStaticData('node') as Saved;
 	const now = Date.now();
@@ -129,18 +149,17 @@ function triggerMemory(ctx: IWebhookFunctions): TriggerMemory {
 		const entry = parse(line);
 		if (entry && now - entry[1].at <= eventMemory.windowMs) memory.add(...entry);
 	}
+	memory.settleTries();
 	return memory;
 }
 
 export type Seen =
-	/** New: this delivery tries it (`claim` taken). */
+	/** New: this delivery is the event's try (claimed). */
 	| { kind: 'new' }
-	/** This very event was handled: the service delivered it again. */
-	| { kind: 'handled' }
-	/** The job's news came before under another event id. */
-	| { kind: 'replay'; eventId: string }
-	/** Another delivery of it (or of its news) is being tried: its outcome says what this one is. */
-	| { kind: 'underWay'; outcome: Promise<boolean> };
+	/** The event, or its news under another id (`eventId`), has an execution. */
+	| { kind: 'handled'; eventId: string }
+	/** A delivery of it (or of its news) is with n8n, not answered yet. */
+	| { kind: 'underWay' };
 
 /**
  * What this delivery of the event is. A new one is claimed in the same synchronous step, so that
@@ -148,55 +167,36 @@ export type Seen =
  */
 export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Seen {
 	const memory = triggerMemory(ctx);
-	if (memory.handled.has(event.id)) return { kind: 'handled' };
+	if (memory.handled.has(event.id)) return { kind: 'handled', eventId: event.id };
 	const news = newsOf(event);
 	const before = memory.eventWithNews(news);
-	if (before !== undefined) return { kind: 'replay', eventId: before };
-	// This event, or the same news under another id, is being tried: its outcome decides.
-	const underWay =
-		memory.tries.get(event.id) ?? [...memory.tries.values()].find((t) => t.news === news);
-	if (underWay) return { kind: 'underWay', outcome: underWay.outcome };
-	let settle!: (handled: boolean) => void;
-	const outcome = new Promise<boolean>((resolve) => (settle = resolve));
-	memory.tries.set(event.id, { news, since: Date.now(), outcome, settle });
+	if (before !== undefined) return { kind: 'handled', eventId: before };
+	if (memory.tryOf(event.id, news)) return { kind: 'underWay' };
+	memory.tries.set(event.id, { news, answer: ctx.getResponseObject() });
 	return { kind: 'new' };
 }
 
-/** The try of this delivery ended without starting the workflow (refused, or failed): a redelivery is new. */
-export function releaseEvent(ctx: IWebhookFunctions, event: CaptioningEvent): void {
-	memoryOf(ctx.getWorkflow().id, ctx.getNode().id).endTry(event.id, false);
-}
-
 /**
- * The event was accepted and its execution is n8n's to start. It counts as handled once n8n
- * answered the delivery 2xx (2.x answers only after it stored the execution) or the execution ran;
- * an error answer gives the claim back.
+ * The execution of these events runs execute(): they are handled, in this process's memory and in
+ * the static data n8n saves when the execution ends. Returns the events an earlier execution
+ * already ran in this process (a stored execution n8n started at its restart, beside a redelivery
+ * of the same event): a production execution leaves those out. Retries and test runs are the
+ * user's own and always run.
  */
-export function acceptEvent(ctx: IWebhookFunctions, event: CaptioningEvent): void {
-	const memory = memoryOf(ctx.getWorkflow().id, ctx.getNode().id);
-	const response = ctx.getResponseObject();
-	response.once('finish', () =>
-		memory.endTry(event.id, response.statusCode >= 200 && response.statusCode < 300),
-	);
-}
-
-/**
- * The execution of these events runs: they are handled, in this process's memory (where the
- * delivery came, in regular mode) and in the static data n8n saves when the execution ends.
- */
-export function eventsStarted(ctx: IExecuteFunctions, items: IDataObject[]): void {
-	const memory = memories.get(memoryKey(ctx.getWorkflow().id, ctx.getNode().id));
-	const saved = ctx.getWorkflowStaticData('node') as Saved;
+export function eventsStarted(ctx: IExecuteFunctions, items: IDataObject[]): Set<string> {
+	const memory = triggerMemory(ctx);
 	const now = Date.now();
-	const lines = (saved.handledEvents ?? []).filter((line) => {
-		const entry = parse(line);
-		return entry !== undefined && now - entry[1].at <= eventMemory.windowMs;
-	});
+	const ranBefore = new Set<string>();
 	for (const json of items) {
 		const id = json.event_id;
 		if (typeof id !== 'string') continue;
-		memory?.endTry(id, true);
-		lines.push(`${id} ${String(json.id)} ${String(json.event_type)} ${now.toString(36)}`);
+		if (memory.handled.get(id)?.ran) ranBefore.add(id);
+		memory.tries.delete(id);
+		memory.add(id, { news: `${String(json.id)} ${String(json.event_type)}`, at: now, ran: true });
 	}
-	saved.handledEvents = lines.slice(-eventMemory.maxSaved);
+	const saved = ctx.getWorkflowStaticData('node') as Saved;
+	saved.handledEvents = [...memory.handled]
+		.slice(-eventMemory.maxSaved)
+		.map(([id, entry]) => `${id} ${entry.news} ${entry.at.toString(36)}`);
+	return ctx.getMode() === 'webhook' ? ranBefore : new Set();
 }

@@ -1,7 +1,8 @@
 // Events that arrive close together are read back together: a trigger reads at most once per
 // `spacingMs`, and the events that arrive meanwhile share the next read (readJobsSettled: pages of
-// the job list, then one by one what they did not hold), so a burst costs a few reads of the key's
-// shared read limit instead of one per event. Jobs a read showed final are kept for `recentMs`: an
+// the job list down to the oldest of their jobs, at most one page per event, then one by one what
+// they did not hold), so a burst costs a few reads of the key's shared read limit instead of one
+// per event. Jobs a read showed final are kept for `recentMs`: an
 // event claiming that status needs no read of its own; any other event is read anew.
 // Readers are per process, workflow, node and credentials; idle ones are dropped.
 import type { IWebhookFunctions } from 'n8n-workflow';
@@ -22,6 +23,8 @@ export const readBackLimits = {
 	/** How long final jobs a read showed are kept, and how many at most. */
 	recentMs: 60000,
 	recentJobs: 1000,
+	/** The most pages of the job list one read-back reads (never more than its events). */
+	maxPages: 20,
 };
 
 interface Waiting {
@@ -142,6 +145,8 @@ async function drain(reader: Reader): Promise<void> {
 					priority,
 					seen: (job) => keep(reader, job),
 					retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
+					// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
+					maxPages: Math.min(batch.length, readBackLimits.maxPages),
 				});
 			} catch (error) {
 				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));

@@ -33,6 +33,14 @@ export interface ServedTrigger {
 	failed: Error[];
 	/** Makes n8n fail to store the next `n` executions (a database error): answered 500, nothing runs. */
 	failStores(n: number): void;
+	/**
+	 * Holds every execution stored from now on before it starts and before n8n answers its delivery,
+	 * as n8n 2.x does while it waits for a slot under a production concurrency limit. Returns what
+	 * lets them go.
+	 */
+	holdSlots(): () => void;
+	/** Runs a stored execution again, as n8n 2.x runs the executions it stored and did not start at its restart. */
+	runStoredAgain(index: number): Promise<INodeExecutionData[]>;
 	/** Deactivates the workflow as n8n does: the node's webhook method `delete`. */
 	deactivate(): Promise<void>;
 	/** The node's static data, as n8n keeps it between deliveries. */
@@ -91,8 +99,28 @@ export async function serveTrigger(options: {
 	const stored: INodeExecutionData[][] = [];
 	const failed: Error[] = [];
 	let storesToFail = 0;
+	let slot: Promise<void> | undefined;
 	let counter = 0;
 	const handling = new Set<Promise<void>>();
+
+	/** Runs an execution of the stored input, as n8n does once it has stored it. */
+	async function execute(input: INodeExecutionData[]): Promise<INodeExecutionData[] | undefined> {
+		const execution = await runWorkflow({
+			nodes: [node],
+			nodeTypes: options.nodeTypes ?? { [options.typeName]: options.nodeType },
+			credentials: options.credentials,
+			input,
+			mode: 'webhook',
+			workflowId,
+			staticData: savedStaticData,
+		});
+		// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
+		savedStaticData = execution.staticData;
+		const error = execution.error(node.name);
+		if (error) failed.push(error);
+		else executions.push(execution.output(node.name));
+		return error ? undefined : execution.output(node.name);
+	}
 
 	const app = express();
 	app.post(
@@ -134,21 +162,10 @@ export async function serveTrigger(options: {
 					}
 					stored.push(result.workflowData[0]);
 					savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+					// Under a concurrency limit, n8n answers once the execution has its slot (the sender may be gone).
+					await slot;
 					res.status(200).end();
-					const execution = await runWorkflow({
-						nodes: [node],
-						nodeTypes: options.nodeTypes ?? { [options.typeName]: options.nodeType },
-						credentials: options.credentials,
-						input: result.workflowData[0],
-						mode: 'webhook',
-						workflowId,
-						staticData: savedStaticData,
-					});
-					// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
-					savedStaticData = execution.staticData;
-					const error = execution.error(node.name);
-					if (error) failed.push(error);
-					else executions.push(execution.output(node.name));
+					await execute(result.workflowData[0]);
 				} else {
 					if (!result.noWebhookResponse)
 						res.status(200).json(result.webhookResponse ?? { message: 'Webhook call received' });
@@ -173,6 +190,15 @@ export async function serveTrigger(options: {
 		stored,
 		failed,
 		failStores: (n) => (storesToFail = n),
+		holdSlots: () => {
+			let release!: () => void;
+			slot = new Promise<void>((resolve) => (release = resolve));
+			return () => {
+				slot = undefined;
+				release();
+			};
+		},
+		runStoredAgain: async (index) => (await execute(stored[index])) ?? [],
 		deactivate: async () => {
 			const additionalData = additionalDataFor(options.credentials, 'deactivate');
 			const webhookData = {

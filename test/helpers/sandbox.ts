@@ -68,6 +68,8 @@ export interface Sandbox {
 			error: string | null;
 			at: number;
 			/** Until the answer's headers (or the failure). */ ms?: number;
+			/** The answer's body, as text. */
+			body?: string;
 		}>;
 		captionDownloads: Array<{
 			origin: string;
@@ -120,7 +122,17 @@ export interface Sandbox {
 		ca?: Buffer;
 	}): void;
 	completeJob(id: string): Record<string, unknown>;
-	seedHistory(count: number): void;
+	seedHistory(
+		count: number,
+		options?: {
+			status?: 'completed' | 'queued';
+			metadata?: Record<string, string>;
+			workspace?: number;
+		},
+	): void;
+	/** Keeps a job out of the API's answers until showJob (a write that becomes visible late). */
+	hideJob(id: string): void;
+	showJob(id: string): void;
 	cancelJob(id: string, reason: string): Record<string, unknown>;
 	startJob(id: string): Record<string, unknown>;
 	job(id: string): Record<string, unknown>;

@@ -2,6 +2,7 @@
 // execution waits once for all its jobs, the service's events resume it when the last job is final
 // (test/engine/waiting.ts plays n8n's waiting webhooks), and a resume by Timeout hands on the jobs.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
+import { Agent, request } from 'undici';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { node } from '../engine/workflow';
@@ -181,6 +182,31 @@ test('an event for a job this execution did not order is refused and resumes not
 	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({
 		error: `Event refused: job ${other.id} is not one this execution waits for.`,
 	});
+});
+
+test('an event whose job is not final yet as the API shows it is asked to come back (503, Retry-After), and resumes nothing', async () => {
+	const w = await orderAndWait(urls(1));
+	const [a] = jobIds();
+	const resumeUrl = String(sb.ledger.jobs[0].body.webhook_url);
+	const early = await request(resumeUrl, {
+		method: 'POST',
+		dispatcher: new Agent({ connect: { ca: tlsPair().cert } }),
+		headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({
+			id: 'evt_early',
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: { ...sb.job(a), status: 'completed' },
+		}),
+	});
+	expect(early.statusCode).toBe(503);
+	expect(early.headers['retry-after']).toBe('10');
+	expect(await early.body.json()).toEqual({
+		error:
+			"Not yet: the event says job.completed but the job's status is queued; deliver the event again later.",
+	});
+	expect(w.answers.map((x) => x.status)).toEqual([503]);
 });
 
 test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x would hand the parent its own input): the jobs, paired, and a hint that says why', async () => {

@@ -11,6 +11,7 @@ import { pollTrigger } from '../engine/polling';
 import { orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
+import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/concurrency';
 
 let sb: Sandbox;
 useSandbox((s) => (sb = s));
@@ -94,7 +95,7 @@ describe('what it reports', () => {
 		// Each read waits a little, and the job finishes once activation has read the newest job.
 		sb.setLatency(100);
 		const activation = t.activate();
-		while (!sb.ledger.requests.some((r) => r.query.limit === '10'))
+		while (!sb.ledger.requests.some((r) => r.route === 'GET /jobs' && !r.query.status))
 			await new Promise((r) => setTimeout(r, 5));
 		sb.completeJob(queued);
 		expect(await activation).toBeNull();
@@ -267,6 +268,33 @@ describe('exactly once', () => {
 	});
 });
 
+describe('the order in which jobs become visible', () => {
+	test('a job that becomes visible after a newer one was reported: its completion is reported once', async () => {
+		const t = await trigger();
+		await t.activate();
+		// The service writes `late` first, but it becomes visible only after `newer` was seen.
+		const late = await orderDirectly(sb, { title: 'Written first, visible last' });
+		sb.hideJob(late);
+		const newer = await orderDirectly(sb);
+		sb.completeJob(newer);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([newer]);
+		sb.showJob(late);
+		sb.completeJob(late);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([late]);
+		expect(await t.poll()).toBeNull();
+		// Visible late and still open: followed until it finishes.
+		const lateOpen = await orderDirectly(sb);
+		sb.hideJob(lateOpen);
+		sb.completeJob(await orderDirectly(sb));
+		await t.poll();
+		sb.showJob(lateOpen);
+		expect(await t.poll()).toBeNull();
+		sb.completeJob(lateOpen);
+		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([lateOpen]);
+		expect(await t.poll()).toBeNull();
+	});
+});
+
 describe('what a poll costs', () => {
 	test('first activation on a workspace of 10,000 old jobs reads no history; a quiet poll reads one page', async () => {
 		const big = await createSandbox({ timing: null });
@@ -274,12 +302,12 @@ describe('what a poll costs', () => {
 			big.seedHistory(10000);
 			const t = await trigger({}, big);
 			await t.activate();
-			// The open jobs (none), the newest jobs (a page of ten), the open jobs again: no page of history.
+			// The open jobs (none), the newest page, the open jobs again: no history beyond a page.
 			const open = [
 				{ status: 'queued', limit: '100' },
 				{ status: 'processing', limit: '100' },
 			];
-			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '10' }, ...open]);
+			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '100' }, ...open]);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
@@ -297,6 +325,26 @@ describe('what a poll costs', () => {
 			expect(reads(big)).toHaveLength(1);
 		} finally {
 			await big.close();
+		}
+	}, 60000);
+
+	test('5,000 open jobs the Filters exclude cost a quiet poll nothing: one read, and none of them in static data', async () => {
+		const busy = await createSandbox({ timing: null });
+		try {
+			busy.seedHistory(5000, { status: 'queued', metadata: { source: 'marketing' } });
+			const t = await trigger({ filters: { metadataKey: 'source', metadataValue: 'n8n' } }, busy);
+			await t.activate();
+			const ours = await orderDirectly(busy, { metadata: { source: 'n8n' } });
+			expect(await t.poll()).toBeNull();
+			busy.resetLedger();
+			expect(await t.poll()).toBeNull();
+			expect(reads(busy)).toHaveLength(1);
+			busy.completeJob(ours);
+			expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([ours]);
+			expect(Object.keys(t.saved().open as object)).toEqual([]);
+			expect(JSON.stringify(t.saved()).length).toBeLessThan(50000);
+		} finally {
+			await busy.close();
 		}
 	}, 60000);
 
@@ -348,4 +396,42 @@ describe('floods', () => {
 		expect(sb.ledger.captionDownloads).toHaveLength(30);
 		expect(await t.poll()).toBeNull();
 	}, 60000);
+
+	test("an execution reporting 300 jobs with five formats downloads at most Batching's default Concurrency at once, and reports every job with its captions", async () => {
+		const t = await pollTrigger({
+			nodeType: new CaptioningPollingTrigger(),
+			typeName: 'captioningPollingTrigger',
+			parameters: {
+				events: ['job.completed'],
+				attachCaptions: true,
+				formats: ['srt', 'vtt', 'txt', 'docx', 'json'],
+				binaryPropertyName: 'data',
+			},
+			// The invoiced workspace: the prepaid one's balance is for the other tests.
+			credentials: {
+				captioningApi: { apiKey: sb.keys.otherWorkspace, baseUrl: sb.baseUrl },
+			},
+		});
+		await t.activate();
+		const ids = await Promise.all(
+			Array.from({ length: 300 }, async () => await orderDirectly(sb, {}, sb.keys.otherWorkspace)),
+		);
+		for (const id of ids) sb.completeJob(id);
+		sb.resetLedger();
+		// Each download takes a little while, so those under way overlap as they would over a network.
+		sb.setLatency(5);
+		let items;
+		try {
+			// The poll reads pages one after another; then its execution downloads.
+			items = (await t.poll())!;
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(items).toHaveLength(300);
+		expect(
+			items.every((i) => Object.keys(i.binary ?? {}).length === 5 && !i.json.captions_error),
+		).toBe(true);
+		expect(sb.ledger.captionDownloads).toHaveLength(1500);
+		expect(sb.maxInFlight()).toBeLessThanOrEqual(DEFAULT_CONCURRENCY);
+	}, 120000);
 });

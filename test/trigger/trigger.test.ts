@@ -74,6 +74,7 @@ async function post(url: string, body: unknown, contentType = 'application/json'
 	const answer = {
 		status: res.statusCode,
 		body: (await res.body.json().catch(() => ({}))) as IDataObject,
+		retryAfter: res.headers['retry-after'] as string | undefined,
 	};
 	// The answer comes once the execution is stored; the execution runs after it (idle()).
 	await trigger?.idle();
@@ -149,13 +150,16 @@ describe('events from the service start the workflow', () => {
 		expect(t.executions).toHaveLength(0);
 	});
 
-	test('a duplicate delivery of the same event starts nothing more', async () => {
-		sb.setWebhook({ duplicate: true });
+	test('a duplicate delivery of the same event starts nothing more: answered 200 (started: false), or asked to come back while the first is with n8n', async () => {
+		sb.setWebhook({ duplicate: true, attempts: 3 });
 		const t = await start();
 		const id = await order(t.url);
 		sb.completeJob(id);
 		await settle();
-		expect(deliveryStatuses(id)).toEqual([200, 200]);
+		const deliveries = sb.ledger.deliveries.filter((d) => d.jobId === id);
+		expect(deliveries.filter((d) => d.status === 200)).toHaveLength(2);
+		expect(deliveries.every((d) => d.status === 200 || d.status === 503)).toBe(true);
+		expect(deliveries.filter((d) => d.body === '').length).toBe(1);
 		expect(t.executions).toHaveLength(1);
 	});
 
@@ -231,7 +235,7 @@ describe('events from the service start the workflow', () => {
 });
 
 describe('one execution per job and final status', () => {
-	test("the job's event replayed under a new event id → 409, nothing more started; its own redelivery → 200", async () => {
+	test("the job's event replayed under a new event id → 200, started: false, nothing more started; its own redelivery the same", async () => {
 		const t = await start();
 		const id = await order(t.url);
 		sb.completeJob(id);
@@ -241,12 +245,16 @@ describe('one execution per job and final status', () => {
 
 		const replay = await post(t.url, completedEvent(id, 'evt_fresh_id_1'));
 		expect(replay).toEqual({
-			status: 409,
+			status: 200,
 			body: {
-				error: `Event refused: job ${id} was already reported as job.completed (event ${delivered}); each job starts this workflow once.`,
+				received: true,
+				started: false,
+				reason: `job ${id} was already reported as job.completed (event ${delivered}); each job starts this workflow once`,
 			},
 		});
-		expect((await post(t.url, completedEvent(id, 'evt_fresh_id_2'))).status).toBe(409);
+		expect((await post(t.url, completedEvent(id, 'evt_fresh_id_2'))).body).toMatchObject({
+			started: false,
+		});
 		expect(await post(t.url, completedEvent(id, delivered))).toMatchObject({
 			status: 200,
 			body: { started: false },
@@ -261,7 +269,11 @@ describe('one execution per job and final status', () => {
 		const answers = await Promise.all(
 			Array.from({ length: 8 }, (_, n) => post(t.url, completedEvent(id, `evt_burst_${n}`))),
 		);
-		expect(answers.map((a) => a.status).sort()).toEqual([200, 409, 409, 409, 409, 409, 409, 409]);
+		// One starts the workflow (n8n answers it, no body); the others find it with n8n (503, come
+		// back later) or already answered (200, started: false).
+		expect(answers.filter((a) => a.status === 200 && !('started' in a.body))).toHaveLength(1);
+		for (const a of answers.filter((a) => 'started' in a.body || a.status !== 200))
+			expect(a.status === 503 || a.body.started === false).toBe(true);
 		expect(t.executions).toHaveLength(1);
 	});
 });
@@ -367,7 +379,7 @@ describe('what is refused', () => {
 		expect(t.executions).toHaveLength(0);
 	});
 
-	test('a forged event whose status does not match the job → 409, nothing emitted', async () => {
+	test('an event whose status the job does not have (yet) → 503 with Retry-After, nothing emitted', async () => {
 		const t = await start();
 		const id = await order('https://elsewhere.example.com/hook');
 		const forged = {
@@ -382,9 +394,10 @@ describe('what is refused', () => {
 			created_at: new Date().toISOString(),
 			data: forged,
 		});
-		expect(r.status).toBe(409);
+		expect(r.status).toBe(503);
+		expect(r.retryAfter).toBe('10');
 		expect(r.body.error).toBe(
-			"Event refused: the event says job.completed but the job's status is queued.",
+			"Not yet: the event says job.completed but the job's status is queued; deliver the event again later.",
 		);
 		expect(t.executions).toHaveLength(0);
 	});
@@ -417,7 +430,7 @@ describe('what is refused', () => {
 		expect(sb.ledger.requests).toHaveLength(0);
 	});
 
-	test('a failure to read the job answers 500 and forgets the event, so a redelivery is processed', async () => {
+	test('a failure to read the job asks the sender to come back (503) and forgets the event, so a redelivery is processed', async () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
 		const event = {
@@ -428,7 +441,7 @@ describe('what is refused', () => {
 			data: sb.completeJob(id),
 		};
 		sb.injectFault('GET /jobs/{id}', { status: 400, code: 'invalid_request' });
-		expect((await post(t.url, event)).status).toBe(500);
+		expect((await post(t.url, event)).status).toBe(503);
 		expect(t.executions).toHaveLength(0);
 		expect((await post(t.url, event)).status).toBe(200);
 		expect(t.executions).toHaveLength(1);
@@ -490,6 +503,7 @@ describe('bursts: events that arrive together are read back together', () => {
 			const event = completedEvent(id, 'evt_busy');
 			expect(await post(t.url, event)).toEqual({
 				status: 503,
+				retryAfter: '10',
 				body: {
 					error: `The job of event evt_busy could not be read in time (the API key's reads are busy); deliver it again later.`,
 				},
@@ -540,17 +554,18 @@ describe('bursts: events that arrive together are read back together', () => {
 			...completedEvent(c, 'evt_kept_c_cancelled'),
 			type: 'job.cancelled',
 		});
-		expect(cancelled).toEqual({
-			status: 409,
+		expect(cancelled).toMatchObject({
+			status: 503,
 			body: {
-				error: "Event refused: the event says job.cancelled but the job's status is completed.",
+				error:
+					"Not yet: the event says job.cancelled but the job's status is completed; deliver the event again later.",
 			},
 		});
 		expect(sb.ledger.requests.slice(reads).map((r) => r.route)).toEqual(['GET /jobs/{id}']);
 		expect(t.executions).toHaveLength(4);
 	});
 
-	test('a delivery that arrives while the first try of its event is under way waits for it: the first fails, the second starts the workflow', async () => {
+	test('a delivery that arrives while the first try of its event is under way is asked to come back; once the first failed, a redelivery starts the workflow', async () => {
 		const t = await start();
 		const id = await order(undeliverable(t));
 		const event = completedEvent(id, 'evt_slow_first');
@@ -561,12 +576,15 @@ describe('bursts: events that arrive together are read back together', () => {
 		try {
 			const first = post(t.url, event);
 			await new Promise((r) => setTimeout(r, 100));
-			const second = post(t.url, event);
-			expect((await first).status).toBe(500);
-			expect(await second).toEqual({ status: 200, body: {} });
+			const second = await post(t.url, event);
+			expect(second.status).toBe(503);
+			expect(second.retryAfter).toBe('10');
+			expect((await first).status).toBe(503);
 		} finally {
 			sb.setLatency(0);
 		}
+		expect(t.executions).toHaveLength(0);
+		expect((await post(t.url, event)).status).toBe(200);
 		expect(t.executions).toHaveLength(1);
 		expect((await post(t.url, event)).body).toEqual({
 			received: true,
@@ -601,16 +619,98 @@ describe('bursts: events that arrive together are read back together', () => {
 				new Promise((r) => setTimeout(r, 100)).then(async () => await post(t.url, event)),
 			]);
 			expect(first.status).toBe(200);
-			expect(second.body).toEqual({
-				received: true,
-				started: false,
-				reason: 'event evt_slow_ok was already received',
-			});
+			expect(second.status).toBe(503);
 		} finally {
 			sb.setLatency(0);
 		}
 		expect(t.executions).toHaveLength(1);
+		expect((await post(t.url, event)).body).toEqual({
+			received: true,
+			started: false,
+			reason: 'event evt_slow_ok was already received',
+		});
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
+	});
+});
+
+describe('while n8n runs, an event starts at most one execution, however slowly n8n answers', () => {
+	/** Posts without waiting for the trigger to go idle (an execution may be held for its slot). */
+	async function postNow(url: string, body: unknown, signal?: AbortSignal) {
+		const res = await request(url, {
+			method: 'POST',
+			dispatcher: tls,
+			headers: { 'content-type': 'application/json' },
+			body: JSON.stringify(body),
+			signal,
+		});
+		return {
+			status: res.statusCode,
+			body: (await res.body.json().catch(() => ({}))) as IDataObject,
+			retryAfter: res.headers['retry-after'],
+		};
+	}
+
+	test('a try n8n answers 5 minutes late (its execution waits for a concurrency slot) after the sender gave up: copies meanwhile are asked to come back, one execution', async () => {
+		const t = await start();
+		const id = await order(undeliverable(t));
+		sb.completeJob(id);
+		const event = completedEvent(id, 'evt_slot');
+		const release = t.holdSlots();
+		try {
+			// The sender gives up on the first try (closes the connection) before n8n has answered it.
+			const abort = new AbortController();
+			const first = postNow(t.url, event, abort.signal).catch((error: Error) => error);
+			while (t.stored.length === 0) await new Promise((r) => setTimeout(r, 10));
+			abort.abort();
+			expect(await first).toMatchObject({ name: 'AbortError' });
+			const now = Date.now();
+			const clock = jest.spyOn(Date, 'now').mockImplementation(() => now + 5 * 60000);
+			try {
+				for (const copy of [event, completedEvent(id, 'evt_slot_other_id')]) {
+					expect(await postNow(t.url, copy)).toMatchObject({ status: 503, retryAfter: '10' });
+				}
+			} finally {
+				clock.mockRestore();
+			}
+			expect(t.stored).toHaveLength(1);
+			expect(t.executions).toHaveLength(0);
+		} finally {
+			release();
+		}
+		await t.idle();
+		expect(t.executions).toHaveLength(1);
+		expect((await post(t.url, event)).body).toMatchObject({ started: false });
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test('executions that overlap each save every event this process handled (static data is saved whole, last writer wins)', async () => {
+		const t = await start({ attachCaptions: true, formats: ['srt'], binaryPropertyName: 'data' });
+		const ids = await Promise.all(
+			Array.from({ length: 5 }, async () => await order(undeliverable(t))),
+		);
+		for (const id of ids) sb.completeJob(id);
+		// Each execution downloads slowly, so all five run at once and end in any order.
+		sb.setLatency(200);
+		try {
+			await Promise.all(
+				ids.map(async (id, n) => await post(t.url, completedEvent(id, `evt_overlap_${n}`))),
+			);
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(t.executions).toHaveLength(5);
+		const saved = (t.staticData().handledEvents as string[]).map((line) => line.split(' ')[0]);
+		expect(saved.sort()).toEqual(ids.map((_, n) => `evt_overlap_${n}`).sort());
+	});
+
+	test('an event an earlier execution in this process ran (n8n starting a stored execution at its restart beside a redelivery) continues once', async () => {
+		const t = await start();
+		const id = await order(undeliverable(t));
+		sb.completeJob(id);
+		expect((await post(t.url, completedEvent(id, 'evt_twice_stored'))).status).toBe(200);
+		expect(t.executions[0]).toHaveLength(1);
+		expect(await t.runStoredAgain(0)).toEqual([]);
+		expect(t.executions).toHaveLength(2);
 	});
 });
 
@@ -854,7 +954,7 @@ describe('Verify Events off: caption links come from the service, never from a p
 		}
 	});
 
-	test('an event whose status the job does not have is refused (409) before any download', async () => {
+	test('an event whose status the job does not have (yet) is asked to come back (503) before any download', async () => {
 		const t = await start({
 			verify: false,
 			attachCaptions: true,
@@ -870,9 +970,11 @@ describe('Verify Events off: caption links come from the service, never from a p
 			data: { ...sb.job(id), status: 'completed' },
 		};
 		expect(await post(t.url, forged)).toEqual({
-			status: 409,
+			status: 503,
+			retryAfter: '10',
 			body: {
-				error: "Event refused: the event says job.completed but the job's status is queued.",
+				error:
+					"Not yet: the event says job.completed but the job's status is queued; deliver the event again later.",
 			},
 		});
 		expect(sb.ledger.captionDownloads).toHaveLength(0);

@@ -14,7 +14,7 @@ import type {
 	NodeOperationError,
 } from 'n8n-workflow';
 
-import { BatchStopped, RunConcurrency, useConcurrency } from '../transport/concurrency';
+import { BatchStopped, eachAtMost, RunConcurrency, useConcurrency } from '../transport/concurrency';
 import type { Batch } from './batchState';
 import { batchOf, withOrdered } from './batchState';
 import { asNodeError, errorItem } from './errorItems';
@@ -113,12 +113,12 @@ export async function runItems(
 	for (let i = 0; i < count && !run.failure; i++) prepared[i] = await run.prepare(i);
 	if (run.failure) throw run.failure;
 	// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
-	let next = 0;
-	const checker = async () => {
-		for (let i = next++; i < count && !run.failure; i = next++)
-			prepared[i] = await run.check(i, prepared[i]);
-	};
-	await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, checker));
+	await eachAtMost(
+		count,
+		options.concurrency,
+		async (i) => void (prepared[i] = await run.check(i, prepared[i])),
+		() => run.failure !== undefined,
+	);
 	if (run.failure) throw run.failure;
 	await Promise.all(prepared.map(async (p, i) => p && (await run.execute(i, p.prepared))));
 	if (run.failure) throw withOrdered(run.failure, run.batch);

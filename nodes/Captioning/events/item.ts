@@ -7,6 +7,12 @@ import type { CaptionsAs } from '../captions';
 import { captionOutputs, captionsAsFor, captionsAsProblem } from '../captions';
 import type { EventType } from '../model/events';
 import type { CaptionFormat, Job } from '../model/types';
+import {
+	DEFAULT_CONCURRENCY,
+	eachAtMost,
+	RunConcurrency,
+	useConcurrency,
+} from '../transport/concurrency';
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
@@ -55,8 +61,9 @@ function captionsError(failed: Array<{ format: string; error: Error }>): string 
 
 /**
  * The trigger's items with the captions of each completed job (Attach Captions), downloaded in the
- * execution: paced with every other request of the key, retried, and again on the execution's
- * Retry. A download that finally fails does not fail the execution: the item carries
+ * execution: a few jobs at a time (Batching's default Concurrency, which also bounds the downloads
+ * under way), with every other request of the key under its rate limits, retried, and again on the
+ * execution's Retry. A download that finally fails does not fail the execution: the item carries
  * `captions_error` naming the formats and the cause (the event itself is not lost).
  */
 export async function withCaptions(
@@ -64,30 +71,43 @@ export async function withCaptions(
 	items: INodeExecutionData[],
 	attach: NonNullable<AttachSettings>,
 ): Promise<INodeExecutionData[]> {
-	return await Promise.all(
-		items.map(async (input, i): Promise<INodeExecutionData> => {
-			const item: INodeExecutionData = { json: { ...input.json }, pairedItem: { item: i } };
-			if (item.json.event_type !== 'job.completed') return item;
-			const job = input.json as unknown as Job;
-			try {
-				const { binary, json, failed } = await captionOutputs(
-					ctx,
-					i,
-					job,
-					attach.formats,
-					attach.field,
-					attach.as,
-					true,
-				);
-				Object.assign(item.json, json);
-				if (binary) item.binary = binary;
-				if (failed.length > 0) item.json.captions_error = captionsError(failed);
-			} catch (error) {
-				item.json.captions_error = captionsError([
-					{ format: attach.formats.join(', '), error: error as Error },
-				]);
-			}
-			return item;
-		}),
-	);
+	useConcurrency(ctx, new RunConcurrency(DEFAULT_CONCURRENCY));
+	const out: INodeExecutionData[] = [];
+	await eachAtMost(items.length, DEFAULT_CONCURRENCY, async (i) => {
+		out[i] = await withCaptionsOf(ctx, items[i], i, attach);
+	});
+	return out;
+}
+
+async function withCaptionsOf(
+	ctx: IExecuteFunctions,
+	input: INodeExecutionData,
+	i: number,
+	attach: NonNullable<AttachSettings>,
+): Promise<INodeExecutionData> {
+	const item: INodeExecutionData = {
+		json: { ...input.json },
+		pairedItem: input.pairedItem ?? { item: i },
+	};
+	if (item.json.event_type !== 'job.completed') return item;
+	const job = input.json as unknown as Job;
+	try {
+		const { binary, json, failed } = await captionOutputs(
+			ctx,
+			i,
+			job,
+			attach.formats,
+			attach.field,
+			attach.as,
+			true,
+		);
+		Object.assign(item.json, json);
+		if (binary) item.binary = binary;
+		if (failed.length > 0) item.json.captions_error = captionsError(failed);
+	} catch (error) {
+		item.json.captions_error = captionsError([
+			{ format: attach.formats.join(', '), error: error as Error },
+		]);
+	}
+	return item;
 }

@@ -17,25 +17,51 @@ export function respond(
 	return { noWebhookResponse: true };
 }
 
-export type EventRead = { job: Job } | { status: number; error: string };
+/** How long a sender asked to come back should wait (Retry-After, seconds). */
+export const COME_BACK_AFTER_S = 10;
+
+/**
+ * Asks the sender to deliver the event again later (503 with Retry-After): its outcome cannot be
+ * known yet, so it is neither started nor refused for good.
+ */
+export function comeBack(ctx: IWebhookFunctions, error: string): IWebhookResponseData {
+	ctx.getResponseObject().status(503).set('Retry-After', String(COME_BACK_AFTER_S)).json({ error });
+	return { noWebhookResponse: true };
+}
+
+/** A refusal or a "come back later" (503), as `backsUp` or `eventRead` decided it. */
+export type Refusal = { status: number; error: string };
+
+export type EventRead = { job: Job } | Refusal;
+
+/** Answers a refusal: a 503 asks the sender to come back (Retry-After); others are final. */
+export function answerRefusal(ctx: IWebhookFunctions, refusal: Refusal): IWebhookResponseData {
+	return refusal.status === 503
+		? comeBack(ctx, refusal.error)
+		: respond(ctx, refusal.status, { error: refusal.error });
+}
 
 /**
  * A read of the event's job as the trigger answers it: a job outside this workspace is refused
- * (403), a failure to read it is a 500, so the service may retry.
+ * (403); a failure to read it asks the sender to come back (503).
  */
 export function eventRead(result: Job | Error): EventRead {
 	if (!(result instanceof Error)) return { job: result };
 	if (result instanceof NodeApiError && result.httpCode === '404') {
 		return { status: 403, error: 'Event refused: its job is not in this workspace.' };
 	}
-	return { status: 500, error: `The job could not be read: ${result.message}` };
+	return {
+		status: 503,
+		error: `The job could not be read (${result.message}); deliver the event again later.`,
+	};
 }
 
 /**
  * Whether the job as read backs the event up. The service does not sign events, so this is what
  * makes one trustworthy: the job must be in this workspace (else 403), have the status the event
- * claims (else 409), and, unless `statusOnly`, have been ordered with the URL this request came to
- * (else 403: another workflow's job, or one ordered in the dashboard).
+ * claims (else 503: the status may not show yet, so the sender is asked to come back), and, unless
+ * `statusOnly`, have been ordered with the URL this request came to (else 403: another workflow's
+ * job, or one ordered in the dashboard).
  */
 export function backsUp(
 	ctx: IWebhookFunctions,
@@ -46,7 +72,8 @@ export function backsUp(
 	if ('error' in read) return read;
 	const { job } = read;
 	const mismatch = verificationProblem(event, job);
-	if (mismatch) return { status: 409, error: `Event refused: ${mismatch}.` };
+	if (mismatch)
+		return { status: 503, error: `Not yet: ${mismatch}; deliver the event again later.` };
 	const elsewhere = statusOnly
 		? undefined
 		: destinationProblem(job, ctx.getRequestObject().originalUrl);

@@ -1,6 +1,6 @@
-// A node run's own places (Batching → Concurrency): at most that many of its requests under way,
+// A node run's Concurrency (Batching → Concurrency): at most that many of its requests under way,
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
-// its turn from the key's pace (pacing.ts).
+// its turn under the key's rate limits (rateLimits.ts).
 import { takeFirst, NoLongerWanted } from './queue';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
@@ -84,4 +84,21 @@ export function useConcurrency(ctx: object, slots: RunConcurrency): void {
 
 export function concurrencyOf(ctx: object): RunConcurrency | undefined {
 	return runs.get(ctx);
+}
+
+/**
+ * Runs `work` for indexes 0 … count-1, at most `limit` at once, in order of index; resolves when
+ * every started one has ended (`stop` ends the run of later indexes).
+ */
+export async function eachAtMost(
+	count: number,
+	limit: number,
+	work: (index: number) => Promise<void>,
+	stop: () => boolean = () => false,
+): Promise<void> {
+	let next = 0;
+	const worker = async () => {
+		for (let i = next++; i < count && !stop(); i = next++) await work(i);
+	};
+	await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
 }

@@ -78,11 +78,13 @@ export async function listJobs(
 export interface ReadOptions {
 	/** Place among the node run's places. */
 	position?: number;
-	/** Place in the key's pace: `answer` when a caller waits for it (a trigger, a resume). */
+	/** Its priority under the key's rate limits: `high` when a caller waits for it (a trigger, a resume). */
 	priority?: Priority;
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
 	retry?: Partial<RetryPolicy>;
+	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */
+	maxPages?: number;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function readJobsSettled(
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
 		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
-		const maxPages = Math.ceil(unseen.size / PAGE_SIZE) + 1;
+		const maxPages = options.maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
 			for await (const page of jobPages(ctx, {}, { position, priority, retry })) {

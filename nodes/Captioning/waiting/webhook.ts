@@ -16,7 +16,7 @@ import type {
 } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { backsUp, respond } from '../events/verify';
+import { answerRefusal, backsUp, comeBack, respond } from '../events/verify';
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
@@ -155,21 +155,29 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	try {
 		const open = await openJobOf(this, new Set(batch.map((job) => job.id)));
 		if (open?.id === event.data.id) {
-			// Its own job is not final yet as the API shows it: the service delivers it again.
-			return respond(this, 409, {
-				error: `Event refused: the event says ${event.type} but the job's status is ${open.status}.`,
-			});
+			// Its own job is not final yet as the API shows it: the service is asked to deliver it again.
+			return comeBack(
+				this,
+				`Not yet: the event says ${event.type} but the job's status is ${open.status}; deliver the event again later.`,
+			);
 		}
 		if (open) return { webhookResponse: { received: true, resumed: false } };
 		jobs = await readJobsSettled(this, batch, { priority: 'high' });
 	} catch (error) {
-		return respond(this, 500, { error: `The jobs could not be read: ${(error as Error).message}` });
+		return comeBack(
+			this,
+			`The jobs could not be read (${(error as Error).message}); deliver the event again later.`,
+		);
 	}
 	const failed = [...jobs.values()].find((j): j is Error => j instanceof Error);
-	if (failed) return respond(this, 500, { error: `The jobs could not be read: ${failed.message}` });
+	if (failed)
+		return comeBack(
+			this,
+			`The jobs could not be read (${failed.message}); deliver the event again later.`,
+		);
 	const read = jobs as Map<string, Job>;
 	const checked = backsUp(this, event, { job: read.get(event.data.id)! });
-	if ('error' in checked) return respond(this, checked.status, { error: checked.error });
+	if ('error' in checked) return answerRefusal(this, checked);
 	if ([...read.values()].some((j) => !isFinal(j)))
 		return { webhookResponse: { received: true, resumed: false } };
 	const output = waiting.map((item): INodeExecutionData => {
