@@ -1,9 +1,9 @@
 // npm run bench [-- --json]: every figure measured beside its reference in the same run; one
 // section a file under bench/figures/. BENCH_ONLY=<name>,<name> runs only those sections.
 //   upload (1-2), batch (3), load (4), wait (5), concurrentUploads (6), binaryRepeat (7),
-//   webhookBatch (8), triggerBurst (9), s3 (10), triggerBurstCaptions (11), sharedKey (12),
-//   pollOverlap (13), crashBurst (14), burst600 (15); those from 9 on run real n8n 2.41.1
-//   (installed into the cache if missing).
+//   webhookBatch (8), triggerBurst (9), s3 (10), sharedKey (12), pollOverlap (13), crashBurst (14),
+//   burst600 (15), pollingTrigger (16); 9 and 12-15 run real n8n 2.41.1 (installed into the cache
+//   if missing).
 import { cpus } from 'node:os';
 
 import { batch } from './figures/batch';
@@ -13,10 +13,10 @@ import { binaryRepeat } from './figures/binaryRepeat';
 import { concurrentUploads } from './figures/concurrentUploads';
 import { load } from './figures/load';
 import { pollOverlap } from './figures/pollOverlap';
+import { pollingTrigger } from './figures/pollingTrigger';
 import { s3 } from './figures/s3Orders';
 import { sharedKey } from './figures/sharedKey';
 import { triggerBurst } from './figures/triggerBurst';
-import { triggerBurstCaptions } from './figures/triggerBurstCaptions';
 import { upload } from './figures/upload';
 import { wait } from './figures/wait';
 import { webhookBatch } from './figures/webhookBatch';
@@ -33,11 +33,11 @@ const sections: Section[] = [
 	webhookBatch,
 	triggerBurst,
 	s3,
-	triggerBurstCaptions,
 	sharedKey,
 	pollOverlap,
 	crashBurst,
 	burst600,
+	pollingTrigger,
 ];
 
 async function main() {

@@ -30,9 +30,11 @@ export interface Section {
 }
 
 /** The sandbox in its own process, so the bench process's memory is the node's alone. */
-export async function sandboxProcess(
-	latencyMs = 0,
-): Promise<{ baseUrl: string; keys: { full: string }; stop: () => void }> {
+export async function sandboxProcess(latencyMs = 0): Promise<{
+	baseUrl: string;
+	keys: { full: string; otherWorkspace: string };
+	stop: () => void;
+}> {
 	const child = spawn(
 		process.execPath,
 		[
@@ -51,7 +53,13 @@ export async function sandboxProcess(
 		out += String(chunk);
 		const base = /Base URL:\s+(\S+)/.exec(out);
 		const key = /API key \(full\):\s+(\S+)/.exec(out);
-		if (base && key) return { baseUrl: base[1], keys: { full: key[1] }, stop: () => child.kill() };
+		const other = /Other workspace:\s+(\S+)/.exec(out);
+		if (base && key && other)
+			return {
+				baseUrl: base[1],
+				keys: { full: key[1], otherWorkspace: other[1] },
+				stop: () => child.kill(),
+			};
 	}
 	throw new Error(`sandbox did not start: ${out}`);
 }

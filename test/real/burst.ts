@@ -17,9 +17,12 @@ export const BURST_EVENTS = 150;
 export const BURST_TRIGGER_WORKFLOW = 'wfBurstTrigger01';
 export const BURST_WEBHOOK_WORKFLOW = 'wfBurstWebhook01';
 export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
+/** n8n's Webhook node at version 1: under n8n's defaults it pays the expression isolate every other trigger pays. */
+export const BURST_WEBHOOK_V1_WORKFLOW = 'wfBurstWebhookV1';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
+const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
 /** The credential (the sandbox's full key) the burst workflows read with. */
 export const BURST_CREDENTIAL_ID = 'captioningBurst';
 const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
@@ -95,6 +98,27 @@ export async function importBurstWorkflows(
 			}),
 		)}`,
 	]);
+	ids.push(BURST_WEBHOOK_V1_WORKFLOW);
+	await n8n.cli([
+		'import:workflow',
+		`--input=${tempJson(
+			'burst-webhook-v1.json',
+			workflow(BURST_WEBHOOK_V1_WORKFLOW, "Burst: n8n's Webhook node v1", {
+				id: 'burst-webhook-v1',
+				name: 'Webhook',
+				type: 'n8n-nodes-base.webhook',
+				typeVersion: 1,
+				position: [0, 0],
+				webhookId: '1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e',
+				parameters: {
+					httpMethod: 'POST',
+					path: WEBHOOK_V1_PATH,
+					responseMode: 'onReceived',
+					options: {},
+				},
+			}),
+		)}`,
+	]);
 	if (captionsTo) {
 		ids.push(BURST_CAPTIONS_WORKFLOW);
 		await n8n.cli([
@@ -154,6 +178,7 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 	await api.activateOn1x([
 		BURST_TRIGGER_WORKFLOW,
 		BURST_WEBHOOK_WORKFLOW,
+		BURST_WEBHOOK_V1_WORKFLOW,
 		...(captions ? [BURST_CAPTIONS_WORKFLOW] : []),
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
@@ -168,14 +193,13 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 				? true
 				: undefined,
 		);
-	await api.waitFor("the Webhook node's webhook", async () =>
-		(await n8n.post(`/webhook/${WEBHOOK_PATH}`, { warmUp: true })).status === 200
-			? true
-			: undefined,
-	);
+	for (const path of [WEBHOOK_PATH, WEBHOOK_V1_PATH])
+		await api.waitFor("the Webhook node's webhook", async () =>
+			(await n8n.post(`/webhook/${path}`, { warmUp: true })).status === 200 ? true : undefined,
+		);
 }
 
-export type BurstTarget = 'trigger' | 'triggerCaptions' | 'webhookNode';
+export type BurstTarget = 'trigger' | 'triggerCaptions' | 'webhookNode' | 'webhookNodeV1';
 
 export interface BurstResult {
 	target: BurstTarget;
@@ -186,6 +210,7 @@ export interface BurstResult {
 	/** Deliveries (each event twice, and any the service tried again) and their answers. */
 	deliveries: Array<{
 		eventId: string;
+		jobId: string;
 		attempt: number;
 		status: number | null;
 		error: string | null;
@@ -218,6 +243,7 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`,
 	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
+	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },
 };
 
 /** The URL the service calls for a target (to order jobs with, as Job → Create's Webhook URL). */
@@ -231,10 +257,13 @@ export async function prepareBurst(
 	count: number,
 ): Promise<string[]> {
 	const ids: string[] = [];
+	// n8n's Webhook node reads nothing: its jobs are ordered on the invoiced workspace, so that the
+	// prepaid one's balance is left for the trigger's (which its credential reads back).
+	const key = target.startsWith('webhookNode') ? sb.keys.otherWorkspace : sb.keys.full;
 	for (let n = 0; n < count; n++) {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
 			method: 'POST',
-			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
 			body: JSON.stringify({
 				media_url: `https://media.example.com/burst-${target}-${n}.mp4`,
 				webhook_url: burstUrl(n8n, target),
@@ -320,8 +349,9 @@ export async function fireBurst(
 		events: count,
 		ids,
 		executions: (await executions()) - before,
-		deliveries: deliveries.map(({ eventId, attempt, status, error, ms }) => ({
+		deliveries: deliveries.map(({ eventId, jobId, attempt, status, error, ms }) => ({
 			eventId,
+			jobId,
 			attempt,
 			status,
 			error,

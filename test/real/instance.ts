@@ -178,7 +178,14 @@ export interface N8n {
 		body?: unknown,
 	): Promise<{ status: number; body: T }>;
 	/** POSTs to a URL of this n8n (webhooks). */
-	post(pathname: string, body: unknown): Promise<{ status: number; text: string }>;
+	post(
+		pathname: string,
+		body: unknown,
+	): Promise<{
+		status: number;
+		text: string;
+		headers: Record<string, string | string[] | undefined>;
+	}>;
 	log(): string;
 	/** Another process on the same user folder and database: `n8n webhook` or `n8n worker` in queue mode. */
 	process(command: N8nProcess['command'], env?: NodeJS.ProcessEnv): Promise<N8nProcess>;
@@ -422,7 +429,7 @@ export async function createN8n(
 				headers: { 'content-type': 'application/json' },
 				body: JSON.stringify(body),
 			});
-			return { status: res.statusCode, text: await res.body.text() };
+			return { status: res.statusCode, text: await res.body.text(), headers: res.headers };
 		},
 		log: () => main.log(),
 		async process(command, env) {

@@ -20,6 +20,9 @@ export interface KilledBurst {
 	leftNew: number;
 	/** Answered events with no execution at all. */
 	lost: string[];
+	/** Jobs with two or more successful executions (a run each), and those of them answered 200 before the kill. */
+	ranTwice: string[];
+	ranTwiceAnsweredBeforeKill: string[];
 }
 
 export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promise<KilledBurst> {
@@ -43,6 +46,7 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 			120000,
 		);
 		const answeredBeforeKill = answered().size;
+		const killedAt = Date.now();
 		await n8n.kill();
 		await completing;
 		await n8n.start();
@@ -50,6 +54,15 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 		const leftNew = await untilEnded(BURST_CAPTIONS_WORKFLOW);
 		const executions = await jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
 		const held = new Set(executions.flatMap((e) => e.jobs));
+		const runs = new Map<string, number>();
+		for (const e of executions.filter((x) => x.status === 'success'))
+			for (const job of e.jobs) runs.set(job, (runs.get(job) ?? 0) + 1);
+		const ranTwice = [...runs].filter(([, n]) => n > 1).map(([job]) => job);
+		const answeredBefore = new Set(
+			sb.ledger.deliveries
+				.filter((d) => d.status === 200 && d.at + (d.ms ?? 0) < killedAt)
+				.map((d) => d.jobId),
+		);
 		return {
 			answeredBeforeKill,
 			answered: answered(),
@@ -57,6 +70,8 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 			crashed: executions.filter((e) => e.status === 'crashed'),
 			leftNew: leftNew.length,
 			lost: [...answered()].filter((id) => !held.has(id)),
+			ranTwice,
+			ranTwiceAnsweredBeforeKill: ranTwice.filter((id) => answeredBefore.has(id)),
 		};
 	} finally {
 		sb.setWebhook({ attempts: 3 });
