@@ -144,41 +144,29 @@ export class CaptioningTrigger implements INodeType {
 	}
 }
 
-/**
- * A new event is tried; a handled one is a duplicate; a copy of one whose try n8n has not answered
- * waits a few seconds for that answer, then is asked to come back.
- */
+/** A new event is tried; a handled one is a duplicate; one whose try n8n has not answered comes back later. */
 async function handleEvent(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
 ): Promise<IWebhookResponseData> {
-	const deadline = Date.now() + readBackLimits.answerWithinMs;
-	for (;;) {
-		const seen = claimEvent(ctx, event);
-		if (seen.kind === 'handled') {
-			const reason =
-				seen.eventId === event.id
-					? `event ${event.id} was already received`
-					: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`;
-			return { webhookResponse: { received: true, started: false, reason } };
-		}
-		if (seen.kind === 'new') {
-			try {
-				return await startWith(ctx, event, deadline);
-			} catch (error) {
-				// n8n answers 500, which ends the try: a redelivery is handled anew.
-				throw new NodeOperationError(ctx.getNode(), error as Error);
-			}
-		}
-		const answered = await Promise.race([
-			seen.settled.then(() => true),
-			sleep(Math.max(0, deadline - Date.now())).then(() => false),
-		]);
-		if (!answered)
-			return comeBack(
-				ctx,
-				`Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`,
-			);
+	const seen = claimEvent(ctx, event);
+	if (seen.kind === 'handled') {
+		const reason =
+			seen.eventId === event.id
+				? `event ${event.id} was already received`
+				: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`;
+		return { webhookResponse: { received: true, started: false, reason } };
+	}
+	if (seen.kind === 'underWay')
+		return comeBack(
+			ctx,
+			`Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`,
+		);
+	try {
+		return await startWith(ctx, event);
+	} catch (error) {
+		// n8n answers 500, which ends the try: a redelivery is handled anew.
+		throw new NodeOperationError(ctx.getNode(), error as Error);
 	}
 }
 
@@ -190,8 +178,8 @@ async function handleEvent(
 async function startWith(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
-	deadline: number,
 ): Promise<IWebhookResponseData> {
+	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
 	const attach =
 		event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);

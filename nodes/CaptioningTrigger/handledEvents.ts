@@ -6,9 +6,8 @@
 // answer stays on that delivery's response object, also after the sender has gone: a copy of the
 // event (the same id, or the same job's news under another id) reads it there. Answered 2xx: the
 // copy is a duplicate (200, started: false). Answered with an error: nothing was stored, the copy
-// takes over. Not answered yet (n8n waits for a concurrency slot, or is busy storing): the copy
-// waits a few seconds for that answer, then is asked to come back (503 with Retry-After). No timer
-// and no closed connection decides a try; the
+// takes over. Not answered yet (n8n waits for a concurrency slot, or is busy storing): the copy is
+// asked to come back (503 with Retry-After). No timer and no closed connection decides a try; the
 // try's own execution runs once n8n stores it (at the latest when a slot frees, or at n8n's next
 // start, which runs what it stored and did not start).
 //
@@ -47,15 +46,11 @@ interface Handled {
 interface Answer {
 	readonly writableEnded: boolean;
 	readonly statusCode: number;
-	once(event: 'prefinish' | 'finish', listener: () => void): unknown;
 }
 
 interface Try {
 	news: string;
 	answer: Answer;
-	/** Resolves once n8n has answered the try (also when the sender has gone) or its execution ran. */
-	settled: Promise<void>;
-	wake: () => void;
 }
 
 const newsOf = (event: CaptioningEvent) => `${event.data.id} ${event.type}`;
@@ -163,8 +158,8 @@ export type Seen =
 	| { kind: 'new' }
 	/** The event, or its news under another id (`eventId`), has an execution. */
 	| { kind: 'handled'; eventId: string }
-	/** A delivery of it (or of its news) is with n8n, not answered yet: `settled` says when it is. */
-	| { kind: 'underWay'; settled: Promise<void> };
+	/** A delivery of it (or of its news) is with n8n, not answered yet. */
+	| { kind: 'underWay' };
 
 /**
  * What this delivery of the event is. A new one is claimed in the same synchronous step, so that
@@ -176,15 +171,8 @@ export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Seen
 	const news = newsOf(event);
 	const before = memory.eventWithNews(news);
 	if (before !== undefined) return { kind: 'handled', eventId: before };
-	const underWay = memory.tryOf(event.id, news);
-	if (underWay) return { kind: 'underWay', settled: underWay.settled };
-	const answer = ctx.getResponseObject();
-	let wake!: () => void;
-	const settled = new Promise<void>((resolve) => (wake = resolve));
-	// 'prefinish' comes when n8n ends the response, also on a connection the sender has closed.
-	answer.once('prefinish', wake);
-	answer.once('finish', wake);
-	memory.tries.set(event.id, { news, answer, settled, wake });
+	if (memory.tryOf(event.id, news)) return { kind: 'underWay' };
+	memory.tries.set(event.id, { news, answer: ctx.getResponseObject() });
 	return { kind: 'new' };
 }
 
@@ -203,7 +191,6 @@ export function eventsStarted(ctx: IExecuteFunctions, items: IDataObject[]): Set
 		const id = json.event_id;
 		if (typeof id !== 'string') continue;
 		if (memory.handled.get(id)?.ran) ranBefore.add(id);
-		memory.tries.get(id)?.wake();
 		memory.tries.delete(id);
 		memory.add(id, { news: `${String(json.id)} ${String(json.event_type)}`, at: now, ran: true });
 	}

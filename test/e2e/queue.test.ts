@@ -20,6 +20,7 @@ import type { S3Server } from '../helpers/s3Bucket';
 import { startS3 } from '../helpers/s3Bucket';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
+import { executionsApi } from '../real/executions';
 import type { N8n, N8nProcess } from '../real/instance';
 import { createN8n, freePort, installN8n, tempFolder, tempJson, tls } from '../real/instance';
 import type { Service } from '../real/services';
@@ -478,9 +479,10 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		sb.completeJob(id);
 		await sb.settleDeliveries();
 		sb.setWebhook({ duplicate: false });
-		expect(sb.ledger.deliveries.filter((d) => d.jobId === id).map((d) => d.status)).toEqual([
-			200, 200,
-		]);
+		// Each copy answered 200 (the second: started: false), or asked to come back (503) first.
+		const statuses = sb.ledger.deliveries.filter((d) => d.jobId === id).map((d) => d.status);
+		expect(statuses.filter((s) => s === 200)).toHaveLength(2);
+		expect(statuses.every((s) => s === 200 || s === 503)).toBe(true);
 		await waitFor(async () =>
 			existsSync(path.join(work, 'captions', 'Queue Weekly.srt')) ? true : undefined,
 		);
@@ -647,9 +649,10 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	}, 240000);
 
 	test('measured: two copies of one event at two webhook processes at the same moment; a copy after the first was handled starts nothing', async () => {
+		const { jobsByExecution, newestId } = executionsApi(() => n8n);
 		const trials = 10;
-		const both: number[] = [];
-		let before = (await executions('wfQueueStore001')).length;
+		let twoExecutions = 0;
+		let ranTwice = 0;
 		for (let i = 0; i < trials; i++) {
 			// Ordered with the trigger's path on a dead port: the sandbox's own delivery fails, this test delivers.
 			const id = await order({
@@ -664,23 +667,29 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				created_at: new Date().toISOString(),
 				data: sb.completeJob(id),
 			};
+			const since = await newestId();
 			const answers = await Promise.all(hooks.map((h) => post(h.url, triggerPath, event)));
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
-			// A later copy, at either process, finds the claim the first saved in Postgres.
+			// A later copy, at either process, is a duplicate or (the other process not knowing of the
+			// first yet) starts an execution that the worker may find already ran.
 			const late = await post(hooks[i % 2].url, triggerPath, event);
 			expect(late.status).toBe(200);
-			await new Promise((r) => setTimeout(r, 500));
-			const now = (await executions('wfQueueStore001')).length;
-			expect(now - before).toBeGreaterThanOrEqual(1);
-			if (now - before > 1) both.push(i);
-			before = now;
+			const all = await waitFor(async () => {
+				const list = await jobsByExecution('wfQueueStore001', 'Captions Ready', since);
+				return list.length > 0 && list.every((e) => e.status === 'success') ? list : undefined;
+			});
+			await new Promise((r) => setTimeout(r, 1000));
+			const settled = await jobsByExecution('wfQueueStore001', 'Captions Ready', since);
+			expect(settled.length).toBeGreaterThanOrEqual(all.length);
+			if (settled.length > 1) twoExecutions += 1;
+			if (settled.filter((e) => e.jobs.includes(id)).length > 1) ranTwice += 1;
 		}
-		// Reported, not asserted: n8n loads a workflow's static data per request and saves it whole
-		// afterwards, and offers webhook nodes no shared atomic store (docs/queue-mode.md).
+		// Reported, not asserted: n8n offers webhook nodes no store shared by its processes
+		// (docs/queue-mode.md).
 		console.log(
-			`queue mode: two simultaneous copies of one event started two executions in ${both.length} of ${trials} trials`,
+			`queue mode: two simultaneous copies of one event (and a third after them) started two or more executions in ${twoExecutions} of ${trials} trials; the workflow ran past the trigger twice in ${ranTwice}`,
 		);
-	}, 240000);
+	}, 300000);
 
 	test("a file over the database mode's limit is refused where n8n stores it, before anything reaches the service", async () => {
 		const uploadsBefore = sb.ledger.uploads.length;
