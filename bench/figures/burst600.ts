@@ -45,9 +45,20 @@ async function measure(env: NodeJS.ProcessEnv, yardstick: BurstTarget) {
 		log(
 			`  ${yardstick}: p95 first answer ${webhook.p95Ms} ms, ${webhook.senderTimeouts} first tries past 10 s, ${webhook.executions} executions; answers ${answers(webhook)}`,
 		);
+		const api = executionsApi(() => n8n);
+		const since = await api.newestId();
 		const burst = await fireBurst(n8n, sb, 'triggerCaptions', COUNT, { attempts: 10 });
-		// Counted once every execution has ended (a run writes its SRT at its end).
-		await executionsApi(() => n8n).untilEnded(BURST_CAPTIONS_WORKFLOW, 600000);
+		// Counted once every execution has ended (a run writes its SRT at its end), or n8n stopped
+		// moving them on (its database lock timed out under the load: printed).
+		const stuck = await api.untilEnded(BURST_CAPTIONS_WORKFLOW, 600000).then(
+			() => 0,
+			(error: Error) => /still listed: (.*)/.exec(error.message)?.[1].split(';').length ?? -1,
+		);
+		const stored = new Set(
+			(await api.jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since)).flatMap(
+				(e) => e.jobs,
+			),
+		);
 		const runs = (id: string) =>
 			existsSync(srtPath(captionsTo, id))
 				? (readFileSync(srtPath(captionsTo, id), 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? [])
@@ -58,9 +69,10 @@ async function measure(env: NodeJS.ProcessEnv, yardstick: BurstTarget) {
 		const answered = new Set(
 			burst.deliveries.filter((d) => d.status !== null && d.status < 300).map((d) => d.jobId),
 		);
-		const answeredWithoutRun = [...answered].filter((id) => runs(id) === 0).length;
+		// Answered 2xx, and no execution n8n stored holds the job (finished, running or crashed).
+		const answeredWithoutRun = [...answered].filter((id) => !stored.has(id)).length;
 		log(
-			`  trigger: p95 first answer ${burst.p95Ms} ms, ${burst.senderTimeouts} first tries past 10 s; ${once} of ${COUNT} jobs run once, ${twice} more than once, ${answeredWithoutRun} answered 2xx without a run; ${burst.executions} executions; ${burst.allReads} reads (${burst.allRefused} answered 429); answers ${answers(burst)}`,
+			`  trigger: p95 first answer ${burst.p95Ms} ms, ${burst.senderTimeouts} first tries past 10 s; ${once} of ${COUNT} jobs run once, ${twice} more than once, ${answeredWithoutRun} answered 2xx with no execution; ${burst.executions} executions (${stuck} still listed new or running when n8n stopped moving them); ${burst.allReads} reads (${burst.allRefused} answered 429); answers ${answers(burst)}`,
 		);
 		return { webhook, burst, once, twice, answeredWithoutRun };
 	} finally {
@@ -109,7 +121,7 @@ export const burst600: Section = {
 					m.twice === 0,
 				],
 				[
-					`burst of ${COUNT} (${label}): events answered 2xx without a run`,
+					`burst of ${COUNT} (${label}): events answered 2xx with no execution`,
 					`${m.answeredWithoutRun}`,
 					`${COUNT} jobs`,
 					'',
