@@ -1,7 +1,7 @@
 // Servers on loopback that record what they receive: HTTPS with a self-signed certificate (the
 // sandbox's webhook events) and plain HTTP (hosts n8n must or must not reach).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:https';
@@ -47,6 +47,109 @@ export function tlsPair(): TlsPair {
 	);
 	pair = { key: readFileSync(keyPath), cert: readFileSync(certPath), keyPath, certPath };
 	return pair;
+}
+
+/**
+ * A certificate for 127.0.0.1 that expired in 2020, issued by an authority of its own (`caPath`:
+ * trust it, e.g. with NODE_EXTRA_CA_CERTS, and the expiry is what a client meets).
+ */
+export function expiredTlsPair(): TlsPair & { caPath: string } {
+	const dir = mkdtempSync(path.join(tmpdir(), 'captioning-expired-'));
+	const file = (name: string) => path.join(dir, name);
+	const openssl = (...args: string[]) =>
+		execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+	openssl(
+		'req',
+		'-x509',
+		'-newkey',
+		'rsa:2048',
+		'-nodes',
+		'-days',
+		'30',
+		'-subj',
+		'/CN=Captioning test CA',
+		'-keyout',
+		'ca.key',
+		'-out',
+		'ca.pem',
+	);
+	openssl(
+		'req',
+		'-newkey',
+		'rsa:2048',
+		'-nodes',
+		'-subj',
+		'/CN=127.0.0.1',
+		'-keyout',
+		'key.pem',
+		'-out',
+		'leaf.csr',
+	);
+	writeFileSync(file('index.txt'), '');
+	writeFileSync(file('serial'), '01\n');
+	writeFileSync(
+		file('ca.cnf'),
+		[
+			'[ca]',
+			'default_ca = test',
+			'[test]',
+			'dir = .',
+			'database = index.txt',
+			'serial = serial',
+			'new_certs_dir = .',
+			'default_md = sha256',
+			'policy = any',
+			'x509_extensions = leaf',
+			'[any]',
+			'commonName = supplied',
+			'[leaf]',
+			'subjectAltName = IP:127.0.0.1',
+			'',
+		].join('\n'),
+	);
+	openssl(
+		'ca',
+		'-batch',
+		'-config',
+		'ca.cnf',
+		'-cert',
+		'ca.pem',
+		'-keyfile',
+		'ca.key',
+		'-in',
+		'leaf.csr',
+		'-out',
+		'cert.pem',
+		'-startdate',
+		'20200101000000Z',
+		'-enddate',
+		'20200102000000Z',
+	);
+	return {
+		key: readFileSync(file('key.pem')),
+		cert: readFileSync(file('cert.pem')),
+		keyPath: file('key.pem'),
+		certPath: file('cert.pem'),
+		caPath: file('ca.pem'),
+	};
+}
+
+/** An HTTPS server with this certificate that counts the TLS connections it was offered. */
+export async function tlsServer(
+	pair: TlsPair,
+): Promise<{ url: string; handshakes: () => number; close(): Promise<void> }> {
+	let handshakes = 0;
+	const server = createServer({ key: pair.key, cert: pair.cert }, (_req, res) => res.end('{}'));
+	server.on('connection', () => (handshakes += 1));
+	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+	return {
+		url: `https://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+		handshakes: () => handshakes,
+		close: async () => {
+			server.closeAllConnections();
+			await new Promise((resolve) => server.close(resolve));
+		},
+	};
 }
 
 export interface Received {

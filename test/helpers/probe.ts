@@ -33,6 +33,12 @@ function failureOf(ctx: IExecuteFunctions, shape: string): Error {
 		} as unknown as JsonObject);
 		return Object.assign(error, { cause: undefined });
 	}
+	if (shape === 'own-error') {
+		// n8n's own error, with no network code (e.g. what a credential's authenticate threw).
+		return new NodeApiError(ctx.getNode(), {
+			message: 'Cannot read the proxy settings',
+		} as unknown as JsonObject);
+	}
 	const ssrf = Object.assign(
 		new Error('The request was blocked because it resolves to a restricted IP address'),
 		{

@@ -147,3 +147,9 @@ test('no two files of the package, its sandbox, bench or tests share a name', ()
 	}
 	expect([...byName.values()].filter((list) => list.length > 1)).toEqual([]);
 });
+
+test('README.md stays at most 250 lines: the rest lives in docs/', () => {
+	expect(
+		readFileSync(path.join(root, 'README.md'), 'utf8').trimEnd().split('\n').length,
+	).toBeLessThanOrEqual(250);
+});

@@ -1,6 +1,9 @@
-// The key's pace (transport/pacing.ts) on n8n's timers under jest's fake clock: what it holds, how
-// long a request may wait, and who goes first are decided by the clock it is given, not by how
-// busy the machine is.
+// The key's rate limits (transport/rateLimits.ts) and a request's attempts (transport/retries.ts)
+// under jest's fake clock: each rule written at the top of rateLimits.ts, decided by the clock it
+// is given, not by how busy the machine is.
+import type { IN8nHttpFullResponse, INode } from 'n8n-workflow';
+
+import { sendWithRetries } from '../../nodes/Captioning/transport/retries';
 import {
 	ServiceAskedToWait,
 	KeyRateLimits,
@@ -11,7 +14,6 @@ import {
 	WaitedTooLong,
 } from '../../nodes/Captioning/transport/rateLimits';
 
-const CAP = 60000;
 let seq = 0;
 
 beforeEach(() => {
@@ -34,7 +36,7 @@ function take(
 		try {
 			const done = await pace.turn('read', priority, ++seq, maxWaitMs);
 			granted.push(Date.now() - start);
-			pace.observe('read', 200, undefined, CAP);
+			pace.observe('read', 200, undefined);
 			done();
 		} catch (error) {
 			errors.push(error as Error);
@@ -46,7 +48,7 @@ function take(
 test('a single 429 after a few requests teaches no rate: after its hold the key goes on at full speed', async () => {
 	const pace = new KeyRateLimits();
 	await take(pace, 2).settled;
-	pace.observe('read', 429, 1000, CAP);
+	pace.observe('read', 429, 1000);
 	const after = take(pace, 40);
 	await jest.advanceTimersByTimeAsync(1000);
 	await after.settled;
@@ -58,15 +60,15 @@ test('a single 429 after a few requests teaches no rate: after its hold the key 
 test('a Retry-After longer than a request may wait is not held: what waits and what comes fail at once, naming the wait', async () => {
 	const pace = new KeyRateLimits();
 	// Hold the lane briefly so that requests wait in it.
-	pace.observe('read', 429, 2000, CAP);
+	pace.observe('read', 429, 2000);
 	const waiting = take(pace, 3);
-	pace.observe('read', 429, 3600 * 1000, CAP);
+	pace.observe('read', 429, 3600 * 1000);
 	await waiting.settled;
 	expect(waiting.granted).toHaveLength(0);
 	expect(waiting.errors).toHaveLength(3);
 	expect(waiting.errors[0]).toBeInstanceOf(ServiceAskedToWait);
 	expect(waiting.errors[0].message).toMatch(
-		/asked this API key to wait until .* longer than the 60 s a request waits/,
+		/asked this API key to wait until .* longer than the 60 s the node holds a key/,
 	);
 	await expect(pace.turn('read', 'normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
 		ServiceAskedToWait,
@@ -83,7 +85,7 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 
 test('a request that waits for its turn past its deadline fails unsent; the others still go', async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('read', 429, 30000, CAP);
+	pace.observe('read', 429, 30000);
 	const answer = take(pace, 1, 'high', 8000);
 	const work = take(pace, 1, 'normal');
 	await jest.advanceTimersByTimeAsync(8000);
@@ -100,7 +102,7 @@ test('waiting requests move up as they wait: bulk work held long enough goes bef
 	// One request a second (learned from a 429 after ten let through in a second).
 	await take(pace, 10).settled;
 	await jest.advanceTimersByTimeAsync(1000);
-	pace.observe('read', 429, 1000, CAP);
+	pace.observe('read', 429, 1000);
 	const order: string[] = [];
 	const ask = (name: string, priority: 'high' | 'low') =>
 		pace.turn('read', priority, ++seq, 5 * 60000).then((done) => {
@@ -123,4 +125,93 @@ test('a pace nobody used for a while is forgotten (its memory ends)', async () =
 	await jest.advanceTimersByTimeAsync(rateLimitSettings.idleMs + 1000);
 	rateLimitsFor('key-c');
 	expect(rateLimitsKept()).toBe(1);
+});
+
+test('a longer Retry-After that comes during a hold extends it', async () => {
+	const pace = new KeyRateLimits();
+	pace.observe('read', 429, 2000);
+	await jest.advanceTimersByTimeAsync(1000);
+	// A request that was under way when the hold began is answered 429 with a longer wait.
+	pace.observe('read', 429, 5000);
+	const after = take(pace, 1);
+	await jest.advanceTimersByTimeAsync(5000);
+	await after.settled;
+	expect(after.granted).toEqual([5000]);
+});
+
+test("a 503's Retry-After holds the key as a 429's does", async () => {
+	const pace = new KeyRateLimits();
+	pace.observe('write', 503, 3000);
+	const write = pace.turn('write', 'normal', ++seq, 5 * 60000).then((done) => {
+		done();
+		return Date.now();
+	});
+	const start = Date.now();
+	await jest.advanceTimersByTimeAsync(3000);
+	expect((await write) - start).toBe(3000);
+	// Reads are another limit: not held.
+	const read = take(pace, 1);
+	await read.settled;
+	expect(read.granted).toEqual([0]);
+});
+
+test("one cap per key: a request that waits only briefly does not make the service's wait a refusal for the others", async () => {
+	const pace = new KeyRateLimits();
+	pace.observe('read', 429, 30000);
+	// A trigger's read waits 8 s at most; a run's own reads wait longer.
+	const brief = take(pace, 1, 'high', 8000);
+	const others = take(pace, 3);
+	await jest.advanceTimersByTimeAsync(30000);
+	await Promise.all([brief.settled, others.settled]);
+	expect(brief.errors[0]).toBeInstanceOf(WaitedTooLong);
+	expect(others.granted).toEqual([30000, 30000, 30000]);
+	expect(others.errors).toEqual([]);
+	// Past the key's cap (rateLimitSettings.maxHoldMs) a Retry-After is refused for everyone.
+	pace.observe('read', 429, rateLimitSettings.maxHoldMs + 1000);
+	await expect(pace.turn('read', 'normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
+		ServiceAskedToWait,
+	);
+});
+
+describe('attempts', () => {
+	const node = { name: 'Captioning', type: 'captioning', typeVersion: 1 } as INode;
+	const ctx = { getNode: () => node } as never;
+	const answer = (statusCode: number, retryAfter?: number): IN8nHttpFullResponse => ({
+		statusCode,
+		headers: retryAfter === undefined ? {} : { 'retry-after': String(retryAfter) },
+		body: { error: { code: 'rate_limited', message: 'Slow down' } },
+	});
+
+	test.each([
+		[429, 1],
+		[503, 5],
+	])(
+		'a request answered %i every time is sent exactly its policy’s attempts, under the shared hold too',
+		async (status, retryAfter) => {
+			const pace = new KeyRateLimits();
+			let sent = 0;
+			const result = sendWithRetries(
+				ctx,
+				{ retryable: true, limit: 'read', rateLimits: pace, target: 'the service' },
+				async () => {
+					sent += 1;
+					return answer(status, retryAfter);
+				},
+			).catch((error: Error) => error);
+			await jest.advanceTimersByTimeAsync(60000);
+			const error = await result;
+			expect(sent).toBe(6);
+			expect((error as Error).message).toMatch(String(status));
+		},
+	);
+
+	test('the message of a 429 that was not retried says so', async () => {
+		const error = await sendWithRetries(
+			ctx,
+			{ retryable: false, limit: 'write', rateLimits: new KeyRateLimits(), target: 'the service' },
+			async () => answer(429, 1),
+		).catch((e: Error) => e);
+		expect((error as { description?: string }).description).not.toMatch(/waited and retried/);
+		expect((error as { description?: string }).description).toMatch(/not sent again/);
+	});
 });

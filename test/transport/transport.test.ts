@@ -7,7 +7,7 @@ import type { IDataObject } from 'n8n-workflow';
 import type { NodeApiError } from 'n8n-workflow';
 
 import { node, runWorkflow } from '../engine/workflow';
-import { httpReceiver, httpsReceiver } from '../helpers/https';
+import { expiredTlsPair, httpReceiver, httpsReceiver, tlsServer } from '../helpers/https';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
@@ -200,8 +200,8 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		});
 		expect(error!.httpCode).toBe(String(status));
 		expect(error!.context.code).toBe(code);
-		// A 429 may be another run's doing under the key's shared pace: it is tried twice as often.
-		const attempts = status === 415 ? 1 : status === 429 ? 6 : 3;
+		// Every status the policy retries is sent its attempts (here 3), under the key's hold too.
+		const attempts = status === 415 ? 1 : 3;
 		expect(attemptsOf('GET /account')).toBe(attempts);
 		if (status !== 415) expect(error!.description).toContain(`Attempts: ${attempts}.`);
 		expect(everything(error)).not.toContain(sb.keys.full);
@@ -243,6 +243,33 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		expect(error!.description).toMatch(/n8n's own policy refused the request before it left/);
 		expect(error!.context.code).toBe('not_sent');
 		expect((error as unknown as { attempts: number }).attempts).toBe(1);
+	});
+
+	test("n8n's own error (no network code) keeps its message and is not tried again", async () => {
+		const { error } = await runProbe({ op: 'thrown', shape: 'own-error' });
+		expect(error!.message).toBe(
+			'n8n could not complete the request to the captioning service: Cannot read the proxy settings',
+		);
+		expect(error!.description).toMatch(/an error of its own, not a network failure/);
+		expect((error as unknown as { attempts: number }).attempts).toBe(1);
+	});
+
+	test('a Base URL whose certificate the connection refuses fails at once, naming the certificate', async () => {
+		const server = await tlsServer(expiredTlsPair());
+		try {
+			const { error } = await runProbe(
+				{ op: 'api', method: 'GET', path: '/account' },
+				sb.keys.full,
+				server.url,
+			);
+			expect(error!.message).toMatch(
+				/^The TLS certificate of the captioning service at https:\/\/127\.0\.0\.1:\d+ has expired \(CERT_HAS_EXPIRED\)$/,
+			);
+			expect(error!.description).toMatch(/before anything was sent, so it was not tried again/);
+			expect(server.handshakes()).toBe(1);
+		} finally {
+			await server.close();
+		}
 	});
 
 	test('a base URL without /v1 is refused before any request', async () => {

@@ -7,6 +7,7 @@ import { NodeApiError } from 'n8n-workflow';
 import type { S3Access, S3Object } from '../transport/s3';
 import { objectUrl, parseS3Uri, s3AccessOf, serviceUrl, signedHeaders } from '../transport/s3';
 import { header, refuse } from '../transport/errors';
+import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
 import { explainS3, s3Error } from './s3Answers';
@@ -127,7 +128,7 @@ async function headObject(
 		// No answer after the retries (the transport names the network code); anything else stands.
 		const code =
 			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
-		if (!code || code === 'not_sent') throw error as NodeApiError;
+		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error as NodeApiError;
 		return { networkCode: code };
 	}
 }

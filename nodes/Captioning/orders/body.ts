@@ -6,6 +6,7 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { CreateJobBody, Redactions } from '../model/types';
 import { refuse } from '../transport/errors';
+import { withoutToken } from '../transport/secrets';
 
 const MAX_JSON_BODY = 64 * 1024;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -45,7 +46,7 @@ function checkWebhookUrl(ctx: IExecuteFunctions, i: number, value: string): stri
 		refuse(
 			ctx,
 			i,
-			`Webhook URL "${url}" does not start with https://`,
+			`Webhook URL "${withoutToken(url)}" does not start with https://`,
 			'The service delivers events only to public HTTPS URLs. Use the Production URL of a Captioning Trigger on an n8n reachable over HTTPS, or leave Webhook URL empty.',
 		);
 	}
@@ -62,7 +63,7 @@ function checkWebhookUrl(ctx: IExecuteFunctions, i: number, value: string): stri
 		refuse(
 			ctx,
 			i,
-			`Webhook URL "${url}" is not a valid URL`,
+			`Webhook URL "${withoutToken(url)}" is not a valid URL`,
 			'Enter a full https:// URL, e.g. the Production URL of a Captioning Trigger.',
 		);
 	}

@@ -8,6 +8,7 @@
 // only in what this execution has (its On Webhook resume URL, an S3 link signed now).
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
+import { createHash } from 'node:crypto';
 
 import type { InputFile } from '../media/binary';
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
@@ -36,24 +37,27 @@ import {
 
 const HOUR = 3600 * 1000;
 
-/** What this execution signed for an S3 Object order: the link, and until when it is valid. */
-type Signed = Record<string, { link: string; validUntil: number }>;
+const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
+
+/** When this execution signed an S3 Object order's link (ms), by order: the link is made again from it. */
+type Signed = Record<string, number>;
 
 /**
  * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked,
- * so that a Retry within that hour (node context) sends the very same link with at least what was
- * asked left. Another execution signs anew; the service then refuses the key's other body (409)
- * and the earlier job of the object is the replay (placeOrder).
+ * so that a Retry within that hour sends the very same link (signed again from the same moment: a
+ * signature is the same for the same moment, so the node context keeps the moment, never the
+ * link) with at least what was asked left. Another execution signs anew; the service then refuses
+ * the key's other body (409) and the earlier job of the object is the replay (placeOrder).
  */
 function signedLink(ctx: IExecuteFunctions, order: Order, mark: string): string {
 	const signed = ((ctx.getContext('node') as IDataObject).captioningSigned ??= {}) as Signed;
 	const { checked, hours } = order.s3!;
-	const kept = signed[mark];
-	if (kept && kept.validUntil - Date.now() >= hours * HOUR) return kept.link;
-	const now = Date.now();
-	const link = presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date(now));
-	signed[mark] = { link, validUntil: now + (hours + 1) * HOUR };
-	return link;
+	const seconds = (hours + 1) * 3600;
+	const at = signed[mark];
+	const signedAt =
+		at !== undefined && at + seconds * 1000 - Date.now() >= hours * HOUR ? at : Date.now();
+	signed[mark] = signedAt;
+	return presignGet(checked!.access, checked!.object, seconds, new Date(signedAt));
 }
 
 /** A refused order (an answer, not a lost one) forgets the link it sent: nothing repeats it. */
@@ -179,12 +183,13 @@ export async function placeOrder(
 			uploads[`${i}:${file.identity}`] ??= (await uploadFile(ctx, file, i)).id;
 			body.upload_id = uploads[`${i}:${file.identity}`];
 		}
-		if (order.s3) body.media_url = signedLink(ctx, order, `${i} ${s3Identity(order)}`);
+		if (order.s3) body.media_url = signedLink(ctx, order, digest(`${i}\n${s3Identity(order)}`));
 		return await placeWithoutKey(ctx, i, body);
 	}
 	const read = file ? await readFile(ctx, i, file, orders) : undefined;
 	const { key, identity } = keyOf(ctx, order, read?.sha) as { key: string; identity: string };
-	const mark = `${key} ${identity}`;
+	// The node context keeps what a repeat needs by a digest of the order, never the order itself.
+	const mark = digest(`${key}\n${identity}`);
 	const tag = orderTag(key, read?.sha);
 	return await orders.shared(key, identity, async () => {
 		body.metadata = tagged(body, tag);
@@ -237,7 +242,7 @@ async function placeWithoutKey(
 ): Promise<Placed> {
 	const context = ctx.getContext('node') as IDataObject;
 	const orders = (context.captioningOrders ??= {}) as Record<string, string>;
-	const mark = `${i}:${canonicalJson(body)}`;
+	const mark = `${i}:${digest(canonicalJson(body))}`;
 	if (orders[mark])
 		return { job: await readJob(ctx, orders[mark], { itemIndex: i }), replayed: true };
 	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {

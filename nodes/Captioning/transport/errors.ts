@@ -1,17 +1,11 @@
 // Turns a failed response into one NodeApiError that says what happened and what to do.
 // Built only from the service's error body and response headers, never from the request,
 // so the API key cannot reach an error message.
-import type {
-	IDataObject,
-	IExecuteFunctions,
-	IN8nHttpFullResponse,
-	INode,
-	JsonObject,
-} from 'n8n-workflow';
+import type { IExecuteFunctions, IN8nHttpFullResponse, INode, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { ServiceError } from '../model/types';
-import { withoutSignatures } from './secrets';
+import { withoutSignatures, withoutToken } from './secrets';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
@@ -32,6 +26,9 @@ const ADVICE: Record<string, string> = {
 		'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
 	'503':
 		'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	once: 'It was not sent again: an order without an Idempotency-Key is never resent, so that it cannot be paid twice. Run again in a little while, or set Idempotency to Automatic.',
+	asked:
+		'The service asked this API key to wait longer than the node holds it (60 s), so it was not sent again. Run again after that time.',
 	'3xx':
 		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
 	'5xx':
@@ -92,16 +89,26 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	return {
 		httpCode: String(response.statusCode),
 		code: typeof error?.code === 'string' ? error.code : '',
-		// The service may quote an S3 Object order's signed media_url: keep its signature out.
-		message: withoutSignatures(message),
+		// The service may quote an S3 Object order's signed media_url, or a Webhook URL: keep their secrets out.
+		message: withoutToken(withoutSignatures(message)),
 		param: typeof error?.param === 'string' ? error.param : '',
 		requestId: header(response, 'request-id'),
 	};
 }
 
-function describe(e: ServiceError, attempts: number): string {
+/** What a refusal that could have been retried says: retried, not resent (no key), or a wait too long. */
+function busyAdvice(e: ServiceError, why?: 'once' | 'asked'): string | undefined {
+	const status = Number(e.httpCode);
+	if (status !== 429 && status < 500) return undefined;
+	if (why)
+		return `${status === 429 ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`;
+	return undefined;
+}
+
+function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
 	const status = Number(e.httpCode);
 	const advice =
+		busyAdvice(e, why) ??
 		CODE_ADVICE[e.code] ??
 		ADVICE[e.httpCode] ??
 		(status >= 500
@@ -117,7 +124,7 @@ function describe(e: ServiceError, attempts: number): string {
 	return parts.join(' ');
 }
 
-function apiError(
+export function apiError(
 	node: INode,
 	e: ServiceError,
 	description: string,
@@ -136,90 +143,20 @@ function apiError(
 	return error;
 }
 
+/**
+ * An answer that ends the request. `why` says why a 429 or 5xx was not tried again: `once` (it
+ * may not be resent), `asked` (the service asked for a longer wait than the key holds); without
+ * it, the attempts ran out.
+ */
 export function responseError(
 	node: INode,
 	response: IN8nHttpFullResponse,
 	attempts: number,
 	itemIndex?: number,
+	why?: 'once' | 'asked',
 ): NodeApiError {
 	const e = serviceError(response);
-	return apiError(node, e, describe(e, attempts), itemIndex);
-}
-
-/** A request that got no response (refused, reset, timed out, DNS). */
-export function networkError(
-	node: INode,
-	cause: unknown,
-	target: string,
-	attempts: number,
-	itemIndex?: number,
-): NodeApiError {
-	const code = networkCode(cause);
-	const e: ServiceError = {
-		httpCode: '',
-		code,
-		message: `Could not reach ${target} (${code})`,
-		param: '',
-		requestId: '',
-	};
-	const description =
-		`No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check the Base URL in the credentials, ` +
-		'the network and any proxy between n8n and the service.';
-	return apiError(node, e, description, itemIndex);
-}
-
-/** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
-function chain(cause: unknown): IDataObject[] {
-	const levels: IDataObject[] = [];
-	for (
-		let current = cause;
-		levels.length < 6 &&
-		current &&
-		typeof current === 'object' &&
-		!levels.includes(current as IDataObject);
-
-	) {
-		levels.push(current as IDataObject);
-		current = (current as { cause?: unknown }).cause;
-	}
-	return levels;
-}
-
-const NETWORK_CODE = /^(E[A-Z_]+|UND_ERR_[A-Z_]+)$/;
-
-/** The error code of a network failure, looked up through n8n's wrappers (2.x keeps the cause; 1.x only the code, as httpCode). */
-export function networkCode(cause: unknown): string {
-	const code = chain(cause)
-		.flatMap((level) => [level.code, level.httpCode])
-		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
-	return code ?? 'ECONNECTION';
-}
-
-/** A request that failed inside n8n before it was sent: what n8n said, not a network error. */
-export function notSentError(
-	node: INode,
-	cause: unknown,
-	target: string,
-	itemIndex?: number,
-): NodeApiError {
-	const levels = chain(cause);
-	// The innermost words are n8n's own (its wrappers repeat or generalise them).
-	const inner = [...levels]
-		.reverse()
-		.find((level) => typeof level.message === 'string' && level.message !== '');
-	const said = inner ? String(inner.message) : 'an error without a message';
-	const advice = levels
-		.map((level) => level.description)
-		.find((d): d is string => typeof d === 'string' && d !== '');
-	const e: ServiceError = {
-		httpCode: '',
-		code: 'not_sent',
-		message: `n8n did not send the request to ${target}: ${withoutSignatures(said)}`,
-		param: '',
-		requestId: '',
-	};
-	const description = `${advice ? `${advice} ` : ''}n8n's own policy refused the request before it left (an n8n administrator sets which addresses n8n may call), so it was not tried again. Nothing reached the service.`;
-	return apiError(node, e, description, itemIndex);
+	return apiError(node, e, describe(e, attempts, why), itemIndex);
 }
 
 /** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */

@@ -1,5 +1,6 @@
-// A line of requests waiting to be sent (the key's pace, a run's Concurrency): who goes first, and
-// why a request left the line unsent.
+// A line of requests waiting to be sent (under the key's rate limits, a run's Concurrency): joining
+// it with a deadline, who goes first, and why a request left the line unsent.
+import { sleep } from './sleep';
 
 /** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
 export class NoLongerWanted extends Error {
@@ -24,7 +25,7 @@ export class ServiceAskedToWait extends Error {
 		capMs: number,
 	) {
 		super(
-			`Not sent: the captioning service asked this API key to wait until ${new Date(until).toISOString()} (429 with Retry-After), longer than the ${Math.round(capMs / 1000)} s a request waits. Run again after that time`,
+			`Not sent: the captioning service asked this API key to wait until ${new Date(until).toISOString()} (Retry-After), longer than the ${Math.round(capMs / 1000)} s the node holds a key. Run again after that time`,
 		);
 	}
 }
@@ -58,6 +59,42 @@ export interface Waiting {
 	resolve: (done: () => void) => void;
 	reject: (error: Error) => void;
 	leave: () => void;
+}
+
+/**
+ * Joins a line: resolves with what to call once the request's answer has come when its turn is
+ * given (`resolve` of its entry), or rejects when it has waited `maxWaitMs` or `signal` fires.
+ */
+export async function joinLine(
+	queue: Waiting[],
+	rank: number,
+	seq: number,
+	maxWaitMs: number,
+	signal?: AbortSignal,
+): Promise<() => void> {
+	return await new Promise<() => void>((resolve, reject) => {
+		const since = Date.now();
+		const waiting: Waiting = { rank, seq, since, resolve, reject, leave: () => {} };
+		const drop = (error: Error) => {
+			const at = queue.indexOf(waiting);
+			if (at < 0) return;
+			queue.splice(at, 1);
+			waiting.leave();
+			reject(error);
+		};
+		const deadline = new AbortController();
+		sleep(maxWaitMs, deadline.signal).then(
+			() => drop(new WaitedTooLong(Date.now() - since)),
+			() => undefined, // it left the line before its deadline
+		);
+		const onAbort = () => drop(new NoLongerWanted());
+		signal?.addEventListener('abort', onAbort, { once: true });
+		waiting.leave = () => {
+			deadline.abort();
+			signal?.removeEventListener('abort', onAbort);
+		};
+		queue.push(waiting);
+	});
 }
 
 let requests = 0;

@@ -1,19 +1,20 @@
-// The service's rate limits, as every request of this package shares them: reads per API key and
-// writes per workspace, whichever run sends them (a trigger's burst, a batch's orders, a poll's
-// caption downloads). One KeyRateLimits per key and Base URL in the n8n process (`rateLimitsFor`),
-// a RateLimit for its reads and one for its writes. A request waits for its turn there; the rules:
-// - a 429 holds the rate limit for its Retry-After, for every run; a Retry-After longer than a
-//   request may wait is not held: the requests waiting then, and those that come before it has
-//   passed, fail at once with the service's wait named;
-// - after a hold, what it let the service refill goes at once, then the requests go a tenth above
-//   the rate the service let through, a little faster each second until it says 429 again;
-// - a 503 halves how many requests may be under way at once, which grows back with each success;
-// - waiting requests go by priority, then in the order they came, and move up as they wait (so low
-//   priority work is not starved); each waits at most until its deadline, then fails unsent.
+// The service's rate limits, as this package keeps them. The rule:
+// - Shared: every request sent with one API key to one Base URL in this n8n process (any
+//   workflow, any run) waits for its turn here, reads under one RateLimit, writes under another.
+// - Held: a 429 or a 503 holds its limit for every request until its Retry-After has passed (a 503
+//   without one: the interface's 5 s); a later answer asking longer extends the hold.
+// - Capped by the key: no hold is longer than `maxHoldMs`. A longer Retry-After is not held: the
+//   requests waiting fail at once, and so do those that come before it has passed, naming the wait.
+// - Learned: after a 429, requests go a tenth above the rate the service let through since it last
+//   resumed (four fifths of the current rate at a later 429), a little faster each second after.
+// - A 503 also halves how many requests may be under way at once; each success grows it back.
+// - Waiting requests go by priority, then in the order they came, and move up as they wait; each
+//   fails unsent at its deadline. A request is sent at most its policy's attempts (retries.ts).
 // A node run's own Concurrency is concurrency.ts. Rate limits nobody used for a while are forgotten.
 // Storage hosts (presigned uploads, captions on another host) have no rate limit of the service.
 import type { Waiting } from './queue';
 import {
+	joinLine,
 	nextRequestNumber,
 	NoLongerWanted,
 	ServiceAskedToWait,
@@ -37,6 +38,10 @@ export type Priority = 'high' | 'normal' | 'low';
 const RANK: Record<Priority, number> = { high: 0, normal: 1, low: 2 };
 
 export const rateLimitSettings = {
+	/** The longest the service's Retry-After holds a key's limit; a longer one is refused, not held. */
+	maxHoldMs: 60000,
+	/** A 503 without Retry-After: the interface says retry after 5 s. */
+	unavailableMs: 5000,
 	/** Requests of one limit under way at once per key (fewer after a 503): bounds what one 429 costs. */
 	inFlight: 6,
 	/** A waiting request moves up one priority for each this long it has waited. */
@@ -90,41 +95,13 @@ class RateLimit {
 		if (signal?.aborted) throw new NoLongerWanted();
 		this.lastUsed = Date.now();
 		if (this.refusal && Date.now() < this.refusedUntil) throw this.refusal;
-		return await new Promise<() => void>((resolve, reject) => {
-			const since = Date.now();
-			const waiting: Waiting = {
-				rank: RANK[priority],
-				seq,
-				since,
-				resolve,
-				reject,
-				leave: () => {},
-			};
-			const drop = (error: Error) => {
-				const at = this.queue.indexOf(waiting);
-				if (at < 0) return;
-				this.queue.splice(at, 1);
-				waiting.leave();
-				reject(error);
-			};
-			const deadline = new AbortController();
-			sleep(maxWaitMs, deadline.signal).then(
-				() => drop(new WaitedTooLong(Date.now() - since)),
-				() => undefined, // it left the queue before its deadline
-			);
-			const onAbort = () => drop(new NoLongerWanted());
-			signal?.addEventListener('abort', onAbort, { once: true });
-			waiting.leave = () => {
-				deadline.abort();
-				signal?.removeEventListener('abort', onAbort);
-			};
-			if (this.idleSince !== undefined) {
-				this.quietStart = Date.now() - this.idleSince >= rateLimitSettings.quietMs;
-				this.idleSince = undefined;
-			}
-			this.queue.push(waiting);
-			if (!this.draining) void this.drain();
-		});
+		const granted = joinLine(this.queue, RANK[priority], seq, maxWaitMs, signal);
+		if (this.idleSince !== undefined) {
+			this.quietStart = Date.now() - this.idleSince >= rateLimitSettings.quietMs;
+			this.idleSince = undefined;
+		}
+		if (!this.draining) void this.drain();
+		return await granted;
 	}
 
 	/** Whether nothing waits, is under way or is held, and nothing was asked for a while. */
@@ -199,29 +176,36 @@ class RateLimit {
 		this.allowed = Math.min(rateLimitSettings.inFlight, this.allowed + 1 / this.allowed);
 	}
 
-	limited(retryAfterMs: number, capMs: number): void {
+	/** A Retry-After (429 or 503): held for every request, extended by a longer one; refused past the cap. */
+	private hold(retryAfterMs: number): 'held' | 'extended' | 'refused' {
 		const now = Date.now();
-		if (retryAfterMs > capMs) {
+		if (retryAfterMs > rateLimitSettings.maxHoldMs) {
 			// Longer than a request may wait: not held. What waits now fails, and so does what comes
 			// before then, each with the service's wait named, rather than queue for that long.
 			this.refusedUntil = Math.max(this.refusedUntil, now + retryAfterMs);
-			this.refusal = new ServiceAskedToWait(this.refusedUntil, capMs);
+			this.refusal = new ServiceAskedToWait(this.refusedUntil, rateLimitSettings.maxHoldMs);
 			for (const waiting of this.queue.splice(0)) {
 				waiting.leave();
 				waiting.reject(this.refusal);
 			}
-			return;
+			return 'refused';
 		}
-		if (now < this.holdUntil) return; // requests that were already under way when it first said so
+		const during = now < this.holdUntil;
+		this.holdUntil = Math.max(this.holdUntil, now + retryAfterMs);
+		this.next = Math.max(this.next, this.holdUntil);
+		return during ? 'extended' : 'held';
+	}
+
+	limited(retryAfterMs: number): void {
+		const windowMs = Date.now() - this.windowStart + retryAfterMs;
+		// During a hold: requests that were under way when it began, whose 429s teach no new rate.
+		if (this.hold(retryAfterMs) !== 'held') return;
 		// The rate the service let through: the requests since it last resumed, over that time plus
 		// this hold (a token bucket's refill rate). Then a tenth above it the first time, four fifths of
 		// the current rate after (processes sharing the limit make room for each other). Too few
 		// requests say nothing of the rate (another client may have used it up): then it only holds.
-		const ms = now - this.windowStart + retryAfterMs;
-		this.holdUntil = now + retryAfterMs;
-		this.next = Math.max(this.next, this.holdUntil);
 		if (this.sentInWindow < rateLimitSettings.minSample) return;
-		const measured = (this.sentInWindow * 1000) / ms;
+		const measured = (this.sentInWindow * 1000) / windowMs;
 		const current = this.intervalMs > 0 ? 1000 / this.intervalMs : Infinity;
 		if (this.increase === 0) this.increase = Math.max(0.5, 0.05 * measured);
 		this.intervalMs = 1000 / Math.min(measured * 1.1, current * 0.8);
@@ -230,8 +214,14 @@ class RateLimit {
 		this.sentInWindow = 0;
 	}
 
-	unavailable(): void {
+	unavailable(retryAfterMs: number): void {
 		this.allowed = Math.max(1, this.allowed / 2);
+		this.hold(retryAfterMs);
+	}
+
+	/** Whether the service has asked this limit to wait longer than it holds (requests fail unsent). */
+	refused(): boolean {
+		return this.refusal !== undefined && Date.now() < this.refusedUntil;
 	}
 }
 
@@ -250,16 +240,17 @@ export class KeyRateLimits {
 		return await this.limits[limit].turn(priority, seq, maxWaitMs, signal);
 	}
 
-	/** What the service answered: the rate limit learns from it. A Retry-After over `capMs` is not held. */
-	observe(
-		limit: 'read' | 'write',
-		status: number,
-		retryAfterMs: number | undefined,
-		capMs: number,
-	): void {
-		if (status >= 200 && status < 300) this.limits[limit].passed();
-		else if (status === 429) this.limits[limit].limited(retryAfterMs ?? 1000, capMs);
-		else if (status === 503) this.limits[limit].unavailable();
+	/**
+	 * What the service answered: the rate limit learns from it and holds for its Retry-After.
+	 * Returns whether the request may go again in its turn (false: the service asked for longer than
+	 * the key holds).
+	 */
+	observe(limit: 'read' | 'write', status: number, retryAfterMs: number | undefined): boolean {
+		const rate = this.limits[limit];
+		if (status >= 200 && status < 300) rate.passed();
+		else if (status === 429) rate.limited(retryAfterMs ?? 1000);
+		else if (status === 503) rate.unavailable(retryAfterMs ?? rateLimitSettings.unavailableMs);
+		return !rate.refused();
 	}
 
 	forgettable(now: number): boolean {

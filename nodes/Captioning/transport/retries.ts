@@ -1,15 +1,28 @@
 // Sending a request until it gets an answer worth keeping: 429, 5xx and network failures are tried
 // again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
 // answer ends at once. Each attempt waits for its turn within the run's Concurrency and the key's
-// rate limits; only a request n8n itself refused to send is not tried again.
+// rate limits. A failure that would meet the same again is not retried: a certificate the
+// connection refused, a request n8n's own policy refused, or n8n's own error.
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { BatchStopped, concurrencyOf } from './concurrency';
-import { networkError, notSentError, responseError } from './errors';
+import { responseError } from './errors';
 import { refusedByN8n } from './n8nPrivate';
+import {
+	certificateError,
+	certificateProblem,
+	networkCodeOf,
+	networkError,
+	notSentError,
+} from './unanswered';
 import type { KeyRateLimits, Limit, Priority } from './rateLimits';
-import { nextRequestNumber, ServiceAskedToWait, WaitedTooLong } from './rateLimits';
+import {
+	nextRequestNumber,
+	rateLimitSettings,
+	ServiceAskedToWait,
+	WaitedTooLong,
+} from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
@@ -19,21 +32,15 @@ export interface RetryPolicy {
 	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
 	baseDelayMs: number;
 	maxDelayMs: number;
-	/** The longest a Retry-After may hold this request or the key's rate limit; longer ones end the retries. */
-	maxRetryAfterMs: number;
 	/** The longest a request waits for its turn under the key's rate limits before it fails unsent. */
 	maxTurnWaitMs: number;
-	/** 503 temporarily_unavailable without Retry-After: the interface says retry after 5 s. */
-	unavailableDelayMs: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = {
 	maxAttempts: 6,
 	baseDelayMs: 500,
 	maxDelayMs: 8000,
-	maxRetryAfterMs: 60000,
 	maxTurnWaitMs: 5 * 60000,
-	unavailableDelayMs: 5000,
 };
 
 export interface SendOptions {
@@ -143,9 +150,18 @@ class Attempts {
 	afterFailure(error: unknown, attempt: number): number {
 		const { ctx, options, policy } = this;
 		if (this.cancel?.aborted) throw this.cancelled();
-		// Refused by n8n's own policy before it left: sending it again would meet the same.
-		if (refusedByN8n(error))
-			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
+		// A certificate the connection refused, n8n's own policy, or n8n's own error (no network code):
+		// sending it again would meet the same.
+		if (certificateProblem(error))
+			throw certificateError(ctx.getNode(), error, options.target, options.itemIndex);
+		if (refusedByN8n(error) || !networkCodeOf(error))
+			throw notSentError(
+				ctx.getNode(),
+				error,
+				options.target,
+				refusedByN8n(error) ? 'policy' : 'own',
+				options.itemIndex,
+			);
 		if (!options.retryable || attempt >= policy.maxAttempts)
 			throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 		return backoffMs(policy, attempt);
@@ -159,25 +175,21 @@ class Attempts {
 		const { ctx, options, policy, limit } = this;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		if (limit)
-			options.rateLimits!.observe(
-				limit,
-				status,
-				status === 503 ? (retryAfter ?? policy.unavailableDelayMs) : retryAfter,
-				policy.maxRetryAfterMs,
-			);
+		// The key's rate limit holds every request for a 429's or a 503's Retry-After (rateLimits.ts).
+		const held = limit ? options.rateLimits!.observe(limit, status, retryAfter) : true;
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
-		// Under the key's shared rate limits a 429 may be another run's doing: it is tried more often.
-		const attempts = status === 429 && limit ? policy.maxAttempts * 2 : policy.maxAttempts;
+		const fail = (why?: 'once' | 'asked') =>
+			responseError(ctx.getNode(), response, attempt, options.itemIndex, why);
 		const retryable = status === 429 || status >= 500;
-		if (!options.retryable || !retryable || attempt >= attempts)
-			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
+		if (!retryable || attempt >= policy.maxAttempts) throw fail();
+		if (!options.retryable) throw fail('once');
+		if ((status === 429 || status === 503) && limit) {
+			if (!held) throw fail('asked');
+			return 0; // it goes again in its turn, once the hold has passed
+		}
 		const delay =
-			retryAfter ?? (status === 503 ? policy.unavailableDelayMs : backoffMs(policy, attempt));
-		if (delay > policy.maxRetryAfterMs)
-			throw responseError(ctx.getNode(), response, attempt, options.itemIndex);
-		// The key's rate limit holds every request for a 429's Retry-After: this one goes again in its turn.
-		if (status === 429 && limit) return 0;
+			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
+		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
 		return delay + Math.random() * Math.min(250, policy.baseDelayMs);
 	}

@@ -1,7 +1,8 @@
 // Secrets the service echoes back in every job: a signed S3 link (media.url of an S3 Object order:
-// whoever holds it reads the object; the service may quote it in an error too) and the Captioning
-// Trigger's Secret Token in a Webhook URL (options.webhook_url: whoever holds it can post events).
-// What the nodes output or put in an error carries neither.
+// whoever holds it reads the object; the service may quote it in an error too), and in a Webhook
+// URL (options.webhook_url) the Captioning Trigger's Secret Token (`token`) or a waiting
+// execution's resume token (`signature`, n8n 2.x): whoever holds those can post events. What the
+// nodes output, keep in the node context or put in an error carries none of them.
 import type { IDataObject } from 'n8n-workflow';
 
 /** An http(s) URL whose query holds an AWS signature (Signature Version 4 or 2). */
@@ -13,9 +14,9 @@ export function withoutSignatures(text: string): string {
 	return text.replace(SIGNED_URL, '$1');
 }
 
-/** A Webhook URL with its Secret Token (`token` in the query) masked. */
+/** A Webhook URL (or a text quoting one) with its Secret Token and resume token masked. */
 export function withoutToken(url: string): string {
-	return url.replace(/([?&]token=)[^&#]*/g, '$1***');
+	return url.replace(/([?&](?:token|signature)=)[^&#\s"'<>]*/g, '$1***');
 }
 
 /** A job, or a list of jobs, with media.url free of signatures and the webhook URL's token masked (changed in place). */

@@ -1,0 +1,147 @@
+// A request that got no answer, and why: the network (retried), a certificate the connection
+// refused, n8n's own policy, or an error of n8n's own (none of them tried again). Each becomes one
+// NodeApiError in words, looked up through the wrappers n8n puts around the HTTP client's errors.
+import type { IDataObject, INode, NodeApiError } from 'n8n-workflow';
+
+import type { ServiceError } from '../model/types';
+import { apiError } from './errors';
+import { withoutSignatures } from './secrets';
+
+/** A request that got no response (refused, reset, timed out, DNS). */
+export function networkError(
+	node: INode,
+	cause: unknown,
+	target: string,
+	attempts: number,
+	itemIndex?: number,
+): NodeApiError {
+	const code = networkCode(cause);
+	const e: ServiceError = {
+		httpCode: '',
+		code,
+		message: `Could not reach ${target} (${code})`,
+		param: '',
+		requestId: '',
+	};
+	const description =
+		`No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check the Base URL in the credentials, ` +
+		'the network and any proxy between n8n and the service.';
+	return apiError(node, e, description, itemIndex);
+}
+
+/** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
+function chain(cause: unknown): IDataObject[] {
+	const levels: IDataObject[] = [];
+	for (
+		let current = cause;
+		levels.length < 6 &&
+		current &&
+		typeof current === 'object' &&
+		!levels.includes(current as IDataObject);
+
+	) {
+		levels.push(current as IDataObject);
+		current = (current as { cause?: unknown }).cause;
+	}
+	return levels;
+}
+
+const NETWORK_CODE = /^(E[A-Z_]+|UND_ERR_[A-Z_]+)$/;
+
+/** The error code of a network failure, looked up through n8n's wrappers (2.x keeps the cause; 1.x only the code, as httpCode). */
+export function networkCodeOf(cause: unknown): string | undefined {
+	return chain(cause)
+		.flatMap((level) => [level.code, level.httpCode])
+		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
+}
+
+export function networkCode(cause: unknown): string {
+	return networkCodeOf(cause) ?? 'ECONNECTION';
+}
+
+/** What a certificate the TLS connection refused is, by Node's code for it. */
+const CERTIFICATE_WORDS: Record<string, string> = {
+	CERT_HAS_EXPIRED: 'has expired',
+	CERT_NOT_YET_VALID: 'is not valid yet',
+	DEPTH_ZERO_SELF_SIGNED_CERT: 'is self-signed: no authority n8n trusts issued it',
+	SELF_SIGNED_CERT_IN_CHAIN: 'comes from a self-signed authority n8n does not trust',
+	UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+		'was issued by an authority n8n does not trust (or the server leaves out its intermediate certificates)',
+	UNABLE_TO_GET_ISSUER_CERT: 'was issued by an authority n8n does not know',
+	UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'was issued by an authority n8n does not know',
+	ERR_TLS_CERT_ALTNAME_INVALID: 'is for another host name',
+	CERT_REVOKED: 'was revoked',
+	CERT_UNTRUSTED: 'is not trusted',
+	CERT_REJECTED: 'was rejected',
+};
+
+export const isCertificateCode = (code: string) => code in CERTIFICATE_WORDS;
+
+/** The code of a certificate the connection refused (through n8n's wrappers, or in its words on 1.x), if that is the failure. */
+export function certificateProblem(cause: unknown): string | undefined {
+	for (const level of chain(cause)) {
+		for (const value of [level.code, level.httpCode, level.message]) {
+			if (typeof value !== 'string') continue;
+			const code = Object.keys(CERTIFICATE_WORDS).find((c) => value === c || value.includes(c));
+			if (code) return code;
+		}
+	}
+	return undefined;
+}
+
+/** A connection the server's certificate ended: nothing was sent, and a retry would meet the same. */
+export function certificateError(
+	node: INode,
+	cause: unknown,
+	target: string,
+	itemIndex?: number,
+): NodeApiError {
+	const code = certificateProblem(cause)!;
+	const e: ServiceError = {
+		httpCode: '',
+		code,
+		message: `The TLS certificate of ${target} ${CERTIFICATE_WORDS[code]} (${code})`,
+		param: '',
+		requestId: '',
+	};
+	const description =
+		'The connection ended at the certificate, before anything was sent, so it was not tried again. Renew the certificate on that server, or check the Base URL; a service with an authority of its own needs n8n to trust it (NODE_EXTRA_CA_CERTS).';
+	return apiError(node, e, description, itemIndex);
+}
+
+/**
+ * A request that failed inside n8n, not on the network: what n8n said. `policy`: n8n's policy refused
+ * to send it; `own`: n8n's own error, with no network code.
+ */
+export function notSentError(
+	node: INode,
+	cause: unknown,
+	target: string,
+	why: 'policy' | 'own',
+	itemIndex?: number,
+): NodeApiError {
+	const levels = chain(cause);
+	// The innermost words are n8n's own (its wrappers repeat or generalise them).
+	const inner = [...levels]
+		.reverse()
+		.find((level) => typeof level.message === 'string' && level.message !== '');
+	const said = inner ? String(inner.message) : 'an error without a message';
+	const advice = levels
+		.map((level) => level.description)
+		.find((d): d is string => typeof d === 'string' && d !== '');
+	const e: ServiceError = {
+		httpCode: '',
+		code: 'not_sent',
+		message:
+			why === 'policy'
+				? `n8n did not send the request to ${target}: ${withoutSignatures(said)}`
+				: `n8n could not complete the request to ${target}: ${withoutSignatures(said)}`,
+		param: '',
+		requestId: '',
+	};
+	const description =
+		why === 'policy'
+			? `${advice ? `${advice} ` : ''}n8n's own policy refused the request before it left (an n8n administrator sets which addresses n8n may call), so it was not tried again. Nothing reached the service.`
+			: `${advice ? `${advice} ` : ''}n8n stopped the request with an error of its own, not a network failure, so it was not tried again.`;
+	return apiError(node, e, description, itemIndex);
+}
