@@ -67,8 +67,12 @@ test('five items: one wait; events of jobs whose siblings still run are answered
 	const w = await orderAndWait(urls(5));
 	expect(w.first.run.status).toBe('waiting');
 	expect(sb.ledger.jobs).toHaveLength(5);
-	// Every job was ordered with the same resume URL: this execution's, this node's.
-	expect(new Set(sb.ledger.jobs.map((j) => j.body.webhook_url)).size).toBe(1);
+	// Every job was ordered with this execution's resume URL (this node's), naming its item of five.
+	const urlsSent = sb.ledger.jobs.map((j) => new URL(String(j.body.webhook_url)));
+	expect(new Set(urlsSent.map((u) => u.pathname)).size).toBe(1);
+	expect(urlsSent.map((u) => [u.searchParams.get('items'), u.searchParams.get('of')])).toEqual(
+		[0, 1, 2, 3, 4].map((i) => [String(i), '5']),
+	);
 	const order = jobIds();
 	const readsPerEvent: number[] = [];
 	for (const id of order.slice(0, 4).reverse()) {
@@ -153,17 +157,77 @@ test('the last two events at the same moment: both answered 200, one resume', as
 	expect(sb.ledger.deliveries.map((d) => d.status)).toEqual(Array(5).fill(200));
 });
 
-test('Timeout with no event hands on the jobs as ordered (id, status), not the input item', async () => {
-	const w = await orderAndWait(urls(3));
+test("Timeout with no event hands on the node's input items, as n8n's Wait node does", async () => {
+	const input = urls(3);
+	const w = await orderAndWait(input);
 	const done = await w.resumeByTime();
-	const out = done.output('Captioning');
-	expect(out.map((i) => [i.json.id, i.json.status, i.json.object])).toEqual(
-		jobIds().map((id) => [id, 'queued', 'job']),
-	);
-	expect(out.every((i) => i.json.url === undefined)).toBe(true);
+	expect(done.output('Captioning').map((i) => i.json)).toEqual(input.map((i) => i.json));
 });
 
-test('an event for a job this execution did not order is refused and resumes nothing', async () => {
+test('equal items share one order and one wait: the resume hands the job to each, the second as a replay', async () => {
+	const [one] = urls(1);
+	const w = await orderAndWait([one, one, { json: { url: `${MEDIA}?another` } }]);
+	expect(w.first.run.status).toBe('waiting');
+	expect(sb.ledger.jobs).toHaveLength(2);
+	expect(
+		sb.ledger.jobs.map((j) => new URL(String(j.body.webhook_url)).searchParams.get('items')),
+	).toEqual(['0,1', '2']);
+	for (const id of jobIds()) sb.completeJob(id);
+	await sb.settleDeliveries();
+	const out = (await w.resumed).output('Captioning');
+	const [first, second] = jobIds();
+	expect(out.map((i) => [i.json.id, i.pairedItem, i.json.idempotent_replayed])).toEqual([
+		[first, { item: 0 }, false],
+		[first, { item: 1 }, true],
+		[second, { item: 2 }, false],
+	]);
+});
+
+test('an item that fails (Continue On Fail) keeps its error item: the batch is waited for here, as Poll does, and a hint says why', async () => {
+	inPlaceWait.pollS = 1;
+	try {
+		sb.injectFault('POST /jobs', {
+			status: 422,
+			code: 'unprocessable',
+			message: 'Cannot',
+			after: 1,
+		});
+		const running = runCaptioning(
+			sb,
+			{
+				resource: 'job',
+				operation: 'create',
+				source: 'url',
+				mediaUrl: '={{ $json.url }}',
+				waitForCompletion: 'webhook',
+				timeout: 1,
+				batching: { concurrency: 1 },
+			},
+			{
+				input: urls(2),
+				mode: 'webhook',
+				settings: { continueOnFail: true },
+				webhookWaitingBaseUrl: 'https://n8n.example.com/webhook-waiting',
+			},
+		);
+		while (sb.ledger.requests.filter((r) => r.route === 'POST /jobs').length < 2)
+			await new Promise((r) => setTimeout(r, 20));
+		sb.completeJob(jobIds()[0]);
+		const run = await running;
+		expect(run.run.status).toBe('success');
+		expect(run.items.map((i) => [i.json.status ?? 'error', i.pairedItem])).toEqual([
+			['completed', { item: 0 }],
+			['error', { item: 1 }],
+		]);
+		expect(run.hints).toEqual([
+			expect.objectContaining({ message: expect.stringMatching(/an item of the batch failed/) }),
+		]);
+	} finally {
+		inPlaceWait.pollS = 15;
+	}
+});
+
+test('an event for a job this execution did not order changes nothing: answered while the batch is open, refused once none is', async () => {
 	const w = await orderAndWait(urls(2));
 	const [a] = jobIds();
 	const resumeUrl = String(sb.ledger.jobs[0].body.webhook_url);
@@ -178,10 +242,16 @@ test('an event for a job this execution did not order is refused and resumes not
 	sb.completeJob(other.id);
 	sb.completeJob(a);
 	await sb.settleDeliveries();
-	expect(w.answers.map((x) => x.status).sort()).toEqual([200, 403]);
-	expect(w.answers.find((x) => x.status === 403)!.body).toEqual({
-		error: `Event refused: job ${other.id} is not one this execution waits for.`,
-	});
+	expect(w.answers.map((x) => [x.status, (x.body as IDataObject).resumed])).toEqual([
+		[200, false],
+		[200, false],
+	]);
+	// The batch's last job: the execution resumes with its own two jobs, not the other.
+	const [, b] = jobIds();
+	sb.completeJob(b);
+	await sb.settleDeliveries();
+	const out = (await w.resumed).output('Captioning');
+	expect(out.map((i) => i.json.id)).toEqual(jobIds().slice(0, 2));
 });
 
 test('an event whose job is not final yet as the API shows it is asked to come back (503, Retry-After), and resumes nothing', async () => {
@@ -242,7 +312,7 @@ test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x
 		expect(run.hints).toEqual([
 			{
 				message: expect.stringMatching(
-					/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow its parent waits for/,
+					/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow/,
 				),
 				location: 'outputPane',
 			},
@@ -325,7 +395,7 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 				expect.objectContaining({ message: expect.stringMatching(/^1 of 1 order replayed/) }),
 				expect.objectContaining({
 					message: expect.stringMatching(
-						/ordered with On Webhook, so their events go to that execution: they were checked here every 1 s/,
+						/^On Webhook waited here by checking the jobs every 1 s, as Poll does: some orders replayed jobs an earlier execution of this workflow ordered with On Webhook/,
 					),
 				}),
 			]);

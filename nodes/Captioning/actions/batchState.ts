@@ -14,10 +14,11 @@ import { JobWaiter } from '../waiting/poll';
 export interface RunNotes {
 	/** Get Many with a Metadata or Title filter that read the job list to its end. */
 	wholeHistory?: { read: number; matched: number };
-	/** Job → Create's On Webhook waited in place: a sub-workflow its parent waits for. */
-	webhookInPlace?: boolean;
-	/** Job → Create's On Webhook checked jobs an earlier execution ordered (their events go there). */
-	webhookElsewhere?: boolean;
+	/**
+	 * Job → Create's On Webhook waited in place, and why: a sub-workflow (`subWorkflow`), an item
+	 * that failed, a job another execution ordered, or an item its job's URL does not name.
+	 */
+	webhookInPlace?: 'subWorkflow' | 'failed' | 'elsewhere' | 'unnamed';
 }
 
 /** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
@@ -30,6 +31,8 @@ export class Batch {
 	readonly replays = new Set<string>();
 	/** On Webhook jobs another execution ordered: their events go to its URL, not this one's. */
 	readonly orderedElsewhere = new Set<string>();
+	/** On Webhook: the items of each order of the run (orders/runOrders.ts `group`). */
+	readonly webhookItems = new Map<string, number[]>();
 	readonly notes: RunNotes = {};
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;

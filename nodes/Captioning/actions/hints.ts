@@ -35,18 +35,7 @@ export function hintsOf(
 			location: 'outputPane',
 		});
 	}
-	if (runNotes.webhookInPlace) {
-		hints.push({
-			message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: this workflow ran as a sub-workflow its parent waits for, and n8n 1.x hands such a parent its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.`,
-			location: 'outputPane',
-		});
-	}
-	if (runNotes.webhookElsewhere) {
-		hints.push({
-			message: `Some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution: they were checked here every ${inPlaceWait.pollS} s until done, as Poll does.`,
-			location: 'outputPane',
-		});
-	}
+	if (runNotes.webhookInPlace) hints.push(inPlaceHint(runNotes.webhookInPlace));
 	if (runNotes.wholeHistory) {
 		const { read, matched } = runNotes.wholeHistory;
 		hints.push({
@@ -55,6 +44,24 @@ export function hintsOf(
 		});
 	}
 	return hints;
+}
+
+/** Why On Webhook checked the jobs here, as Poll does, instead of sleeping until the events. */
+function inPlaceHint(reason: NonNullable<RunNotes['webhookInPlace']>): NodeExecutionHint {
+	const why = {
+		subWorkflow:
+			"this workflow ran as a sub-workflow, and n8n 1.x hands a parent that waits for it its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.",
+		failed:
+			'an item of the batch failed (Continue On Fail), and a resume from the events can hand on only the jobs.',
+		elsewhere:
+			'some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution.',
+		unnamed:
+			"two items turned out to be one order only once it was placed (the same file under two names), so the order's Webhook URL does not name both.",
+	}[reason];
+	return {
+		message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: ${why}`,
+		location: 'outputPane',
+	};
 }
 
 /** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */

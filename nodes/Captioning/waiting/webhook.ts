@@ -1,12 +1,15 @@
 // Wait for Completion: On Webhook. Every job of the run is ordered with this execution's resume URL
 // and the execution sleeps in n8n's database (n8n's send-and-wait pattern): nothing polls, nothing
 // is held, restarts and execution time limits do not touch it. It resumes once, when the service's
-// events show every job of the batch completed or cancelled; an event while some are open costs a
-// read of the open jobs' list, not a read of the batch.
-// What n8n keeps of a waiting execution is the node's input. So the node leaves the jobs as ordered
-// there: the resume webhook reads the batch from it (a waiting webhook can keep no state of its
-// own; the service is the record of how far the jobs are), and a resume by Timeout, which passes
-// that input on unchanged, hands on the jobs rather than the trigger's item.
+// events show every job of the batch completed or cancelled.
+// The service is the record of the batch, read through n8n's public interface only: each order's
+// Webhook URL names, after the resume URL, the items it was ordered for and how many the batch
+// has (`items=3,7&of=20`; equal items share one order). An event reads the open jobs' lists for a
+// job ordered with this execution's URL; once none is open, the batch is read back from the job
+// list and handed on, paired with its items. A batch the URL cannot describe (an item that failed,
+// a job another execution ordered, equal files the node found equal only once ordered) is waited
+// for here instead, as Poll does. When the Timeout passes first, n8n hands on the node's input
+// items, as it does for its own Wait node.
 import type {
 	IDataObject,
 	IExecuteFunctions,
@@ -14,15 +17,17 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import { answerRefusal, backsUp, comeBack, respond } from '../events/verify';
 import type { CaptioningEvent } from '../model/events';
-import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
+import { EVENT_OF_STATUS, eventProblem, isFinal, webhookOwnPath } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
-import { jobPages, readJobsSettled } from '../transport/jobs';
-import { waitWithItems } from '../transport/n8nPrivate';
+import { jobPages, readJob } from '../transport/jobs';
 import type { JobWaiter } from './poll';
+
+/** The most characters of a Webhook URL the service accepts. */
+const MAX_URL = 2048;
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
@@ -59,25 +64,88 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 	return url;
 }
 
-/** How often On Webhook checks the jobs where it waits in place (a sub-workflow its parent waits for). */
+/** Item indexes as a short list: runs of three or more as ranges (`3,7,10-12`). */
+function listOf(items: number[]): string {
+	const parts: string[] = [];
+	for (let n = 0; n < items.length; ) {
+		let end = n;
+		while (end + 1 < items.length && items[end + 1] === items[end] + 1) end += 1;
+		parts.push(end - n >= 2 ? `${items[n]}-${items[end]}` : items.slice(n, end + 1).join(','));
+		n = end + 1;
+	}
+	return parts.join(',');
+}
+
+/**
+ * The Webhook URL of an order for these items of a batch of `of`: the resume URL naming them. When
+ * that is longer than the service takes, it names the first only (the others then wait in place).
+ */
+export function batchUrl(resumeUrl: string, items: number[], of: number): string {
+	const url = new URL(resumeUrl);
+	url.searchParams.set('items', listOf(items));
+	url.searchParams.set('of', String(of));
+	if (url.toString().length <= MAX_URL) return url.toString();
+	url.searchParams.set('items', String(items[0]));
+	return url.toString();
+}
+
+/** The items and the batch's size a job's Webhook URL names, if it is an On Webhook order's. */
+export function itemsOf(webhookUrl: unknown): { items: number[]; of: number } {
+	let params: URLSearchParams;
+	try {
+		params = new URL(typeof webhookUrl === 'string' ? webhookUrl : '').searchParams;
+	} catch {
+		return { items: [], of: 0 };
+	}
+	const items = (params.get('items') ?? '').split(',').flatMap((part) => {
+		const [from, to] = part.split('-').map(Number);
+		if (!Number.isInteger(from)) return [];
+		return Number.isInteger(to)
+			? Array.from({ length: to - from + 1 }, (_, k) => from + k)
+			: [from];
+	});
+	const of = Number(params.get('of'));
+	return { items, of: Number.isInteger(of) && of > 0 ? of : 0 };
+}
+
+/** How often On Webhook checks the jobs where it waits in place. */
 export const inPlaceWait = { pollS: 15 };
+
+const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
+
+/**
+ * Why this batch cannot sleep until the events (its jobs' URLs do not describe it), if so: an item
+ * that failed, a job another execution ordered (its events go there), or an item no job's URL names.
+ */
+export function inPlaceReason(
+	outputs: INodeExecutionData[],
+	orderedElsewhere: Set<string>,
+): 'failed' | 'elsewhere' | 'unnamed' | undefined {
+	if (outputs.some((item) => !isJob(item.json))) return 'failed';
+	if (outputs.some((item) => orderedElsewhere.has(item.json.id as string))) return 'elsewhere';
+	const unnamed = outputs.some((item) => {
+		const index = (item.pairedItem as { item: number }).item;
+		const { options } = item.json as unknown as Job;
+		return !itemsOf(options?.webhook_url).items.includes(index);
+	});
+	return unnamed ? 'unnamed' : undefined;
+}
 
 /**
  * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
- * (a repeat of orders that finished); checked here every `inPlaceWait.pollS` seconds when an open
- * job was ordered by another execution (its events go to that execution's URL: a re-run, a
- * schedule or a Retry repeating an order), until its Timeout; otherwise the execution sleeps until
- * the events. Returns whether it waited here.
+ * (a repeat of orders that finished); checked here every `inPlaceWait.pollS` seconds until its
+ * Timeout when `inPlace` says the batch cannot sleep; otherwise the execution sleeps until the
+ * events. Returns whether it waited here.
  */
 export async function waitForJobs(
 	ctx: IExecuteFunctions,
 	outputs: INodeExecutionData[],
-	options: { timeoutMinutes: number; orderedElsewhere: Set<string>; waiter: JobWaiter },
+	options: { timeoutMinutes: number; inPlace: boolean; waiter: JobWaiter },
 ): Promise<boolean> {
 	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
 	if (open.length === 0) return false;
-	if (!open.some((item) => options.orderedElsewhere.has(item.json.id as string))) {
-		await waitWithItems(ctx, outputs, new Date(Date.now() + options.timeoutMinutes * 60000));
+	if (!options.inPlace) {
+		await ctx.putExecutionToWait(new Date(Date.now() + options.timeoutMinutes * 60000));
 		return false;
 	}
 	await Promise.all(
@@ -97,22 +165,24 @@ export async function waitForJobs(
 					event_id: null,
 				};
 			} catch {
-				// As a resume by Timeout: the job as last known, to check later with Job → Get.
+				// As a wait that ends by its Timeout: the job as last known, to check later with Job → Get.
 			}
 		}),
 	);
 	return true;
 }
 
-const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
+/** Whether a job was ordered with this execution's URL (compared by its own path: execution and node). */
+const orderedHere = (job: Job, path: string) =>
+	webhookOwnPath(String(job.options?.webhook_url ?? '')) === path;
 
 /**
- * A job of the batch that is queued or processing now, if any. The processing list's first page
- * usually holds one (a read an event); only when it does not are the lists read whole: queued before
- * processing, as a status only moves forward (a job that leaves the queued list after it was read
- * is in the processing list read after it, or final).
+ * A job ordered with this execution's URL that is queued or processing now, if any. The processing
+ * list's first page usually holds one (a read an event); only when it does not are the lists read
+ * whole: queued before processing, as a status only moves forward (a job that leaves the queued
+ * list after it was read is in the processing list read after it, or final).
  */
-async function openJobOf(ctx: IWebhookFunctions, ids: Set<string>): Promise<Job | undefined> {
+async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
 	const lists = [
 		{ status: 'processing', pages: 1 },
 		{ status: 'queued', pages: Infinity },
@@ -121,7 +191,7 @@ async function openJobOf(ctx: IWebhookFunctions, ids: Set<string>): Promise<Job 
 	for (const { status, pages } of lists) {
 		let read = 0;
 		for await (const page of jobPages(ctx, { status }, { priority: 'high' })) {
-			const open = page.find((job) => ids.has(job.id));
+			const open = page.find((job) => orderedHere(job, path));
 			if (open) return open;
 			if (++read >= pages) break;
 		}
@@ -129,31 +199,69 @@ async function openJobOf(ctx: IWebhookFunctions, ids: Set<string>): Promise<Job 
 	return undefined;
 }
 
+/** The jobs ordered with this execution's URL, by the items their URLs name, and the batch's size. */
+interface ReadBack {
+	byItem: Map<number, Job>;
+	of: number;
+}
+
+const complete = ({ byItem, of }: ReadBack) => of > 0 && byItem.size >= of;
+
+/**
+ * The batch, read back from the job list: the job of each of its items, until the jobs ordered with
+ * this execution's URL name all of them, or a few pages past what the batch holds.
+ */
+async function readBatch(ctx: IWebhookFunctions, path: string): Promise<ReadBack> {
+	const read: ReadBack = { byItem: new Map(), of: 0 };
+	let pages = 0;
+	for await (const page of jobPages(ctx, {}, { priority: 'high' })) {
+		for (const job of page.filter((j) => orderedHere(j, path))) {
+			const named = itemsOf(job.options?.webhook_url);
+			read.of ||= named.of;
+			for (const item of named.items) read.byItem.set(item, job);
+		}
+		// The batch was ordered together: past a few pages more than it holds, the rest is not there.
+		if (complete(read) || ++pages >= Math.ceil(Math.max(read.of, 1) / 100) + 10) break;
+	}
+	return read;
+}
+
+/** The batch's items with their jobs, in item order, as the node's output. */
+function outputOf(read: ReadBack, event: CaptioningEvent): INodeExecutionData[] {
+	return [...read.byItem.keys()]
+		.sort((a, b) => a - b)
+		.map((item): INodeExecutionData => {
+			const job = read.byItem.get(item)!;
+			return {
+				json: {
+					...(job as unknown as IDataObject),
+					// Equal items share one order: the first ordered it, the others replayed it.
+					idempotent_replayed: itemsOf(job.options?.webhook_url).items[0] !== item,
+					event_type: EVENT_OF_STATUS[job.status],
+					event_id: job.id === event.data.id ? event.id : null,
+				},
+				pairedItem: { item },
+			};
+		});
+}
+
 /**
  * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
- * URL; the event's job must be one of this execution's. While a job of the batch is open the event
- * is answered and the execution sleeps on (a read or two an event, whatever the batch's size);
- * once none is, the batch is read back together, the event's job must back it up (in the
- * workspace, with the status the event says, ordered with this URL), and the execution resumes.
+ * URL. While a job ordered with this execution's URL is open, the event is answered and the
+ * execution sleeps on (a read or two an event, whatever the batch's size); once none is, the batch
+ * is read back, the event's job must back it up (in the workspace, with the status the event says,
+ * ordered with this URL), and the execution resumes with the jobs, paired with their items.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
 	const problem = eventProblem(body);
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	const waiting =
-		(this.evaluateExpression('{{ $input.all() }}') as INodeExecutionData[] | undefined) ?? [];
-	const batch = waiting
-		.filter((item) => isJob(item.json))
-		.map((item) => item.json as unknown as Job);
-	if (!batch.some((job) => job.id === event.data.id)) {
-		return respond(this, 403, {
-			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
-		});
-	}
-	let jobs: Map<string, Job | Error>;
+	const path = webhookOwnPath(this.getRequestObject().originalUrl);
+	let read: ReadBack;
+	let own: Job | undefined;
 	try {
-		const open = await openJobOf(this, new Set(batch.map((job) => job.id)));
+		const open = await openJobOf(this, path);
 		if (open?.id === event.data.id) {
 			// Its own job is not final yet as the API shows it: the service is asked to deliver it again.
 			return comeBack(
@@ -162,39 +270,34 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 			);
 		}
 		if (open) return { webhookResponse: { received: true, resumed: false } };
-		jobs = await readJobsSettled(this, batch, { priority: 'high' });
+		read = await readBatch(this, path);
+		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
+		own ??= orderedHereOrNot(await readJob(this, event.data.id, { priority: 'high' }), path);
 	} catch (error) {
-		return comeBack(
-			this,
-			`The jobs could not be read (${(error as Error).message}); deliver the event again later.`,
-		);
+		if (error instanceof NodeApiError && error.httpCode === '404') own = undefined;
+		else
+			return comeBack(
+				this,
+				`The jobs could not be read (${(error as Error).message}); deliver the event again later.`,
+			);
 	}
-	const failed = [...jobs.values()].find((j): j is Error => j instanceof Error);
-	if (failed)
+	if (!own) {
+		return respond(this, 403, {
+			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
+		});
+	}
+	const checked = backsUp(this, event, { job: own });
+	if ('error' in checked) return answerRefusal(this, checked);
+	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
 		return comeBack(
 			this,
-			`The jobs could not be read (${failed.message}); deliver the event again later.`,
+			'The jobs of this execution do not all show yet; deliver the event again later.',
 		);
-	const read = jobs as Map<string, Job>;
-	const checked = backsUp(this, event, { job: read.get(event.data.id)! });
-	if ('error' in checked) return answerRefusal(this, checked);
-	if ([...read.values()].some((j) => !isFinal(j)))
-		return { webhookResponse: { received: true, resumed: false } };
-	const output = waiting.map((item): INodeExecutionData => {
-		if (!isJob(item.json)) return item;
-		const job = read.get(item.json.id as string)!;
-		return {
-			json: {
-				...(job as unknown as IDataObject),
-				idempotent_replayed: item.json.idempotent_replayed,
-				event_type: EVENT_OF_STATUS[job.status],
-				event_id: job.id === event.data.id ? event.id : null,
-			},
-			pairedItem: item.pairedItem,
-		};
-	});
 	// Answered before n8n resumes: when the last events arrive at once, each sees the batch complete,
 	// n8n resumes the execution once and would answer the others 500 though they were handled.
 	respond(this, 200, { received: true, resumed: true });
-	return { noWebhookResponse: true, workflowData: [output] };
+	return { noWebhookResponse: true, workflowData: [outputOf(read!, event)] };
 }
+
+/** The job if it was ordered with this execution's URL. */
+const orderedHereOrNot = (job: Job, path: string) => (orderedHere(job, path) ? job : undefined);

@@ -17,8 +17,15 @@ import type { Order } from '../../orders/runOrders';
 import { placeOrder, replaysOf } from '../../orders/place';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import { inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
-import { parentWaitsForThisRun } from '../../transport/n8nPrivate';
+import {
+	batchUrl,
+	inPlaceReason,
+	inPlaceWait,
+	resumeUrlFor,
+	waitForJobs,
+} from '../../waiting/webhook';
+import { canonicalJson } from '../../orders/keys';
+import { withoutWebhookUrl } from '../../orders/runOrders';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
 const DONT_WAIT: INodePropertyOptions = {
@@ -413,7 +420,7 @@ const properties: INodeProperties[] = [
 		default: 120,
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
 		description:
-			"How long to wait. Poll then fails the item; On Webhook resumes with the jobs as ordered (ID and status, to check later with Job → Get). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
+			"How long to wait. Poll then fails the item; On Webhook passes on the node's input items, as n8n's Wait node does when its time runs out (find the jobs later with Job → Get Many). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
 	},
 	batchingField,
 ];
@@ -467,11 +474,12 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 			},
 		);
 	}
-	if (wait === 'webhook' && parentWaitsForThisRun(ctx)) {
-		// Its parent would get its own input back on n8n 1.x: the jobs are waited for in place.
+	if (wait === 'webhook' && ctx.getMode() === 'integrated') {
+		// A sub-workflow: a parent that waits for it would get its own input back on n8n 1.x (and
+		// whether it waits is not on n8n's node interface), so the jobs are waited for in place.
 		wait = 'poll';
 		interval = inPlaceWait.pollS;
-		batchOf(ctx).notes.webhookInPlace = true;
+		batchOf(ctx).notes.webhookInPlace = 'subWorkflow';
 	}
 	const timeout = wait === 'none' ? 1 : (ctx.getNodeParameter('timeout', i) as number);
 	if (!(interval >= 1 && timeout >= 1)) {
@@ -502,8 +510,29 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 			? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string)
 			: undefined;
 	const wait = waitOf(this, i);
-	if (wait.wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
-	return { body, ...media, idempotency, customKey, ...wait };
+	const order: Order = { body, ...media, idempotency, customKey, ...wait };
+	if (wait.wait === 'webhook') {
+		body.webhook_url = resumeUrlFor(this, i, body);
+		const group = sameOrderGroup(order, i);
+		const items = batchOf(this).webhookItems;
+		items.set(group, [...(items.get(group) ?? []), i]);
+		order.group = group;
+	}
+	return order;
+}
+
+/**
+ * Which items of the run place one order (On Webhook names them in its URL): the same body, media and
+ * key; a file by its binary-store id (two copies of one file elsewhere are found equal once hashed).
+ */
+function sameOrderGroup(order: Order, i: number): string {
+	if (order.idempotency === 'none') return `item ${i}`;
+	const media = order.file
+		? (order.file.binaryId ?? `item ${i}`)
+		: order.s3
+			? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
+			: '';
+	return canonicalJson([withoutWebhookUrl(order.body), media, order.customKey ?? null]);
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */
@@ -517,6 +546,11 @@ export async function execute(
 	order: Order,
 ): Promise<INodeExecutionData[]> {
 	const batch = batchOf(this);
+	if (order.wait === 'webhook') {
+		// The order's URL names the items it is for, and how many the batch has.
+		const items = batch.webhookItems.get(order.group!)!;
+		order.body.webhook_url = batchUrl(order.body.webhook_url!, items, this.getInputData().length);
+	}
 	const placed = await placeOrder(this, i, order, batch.orders);
 	batch.ordered.set(i, placed.job.id);
 	batch.replays.add(replaysOf(order));
@@ -526,15 +560,13 @@ export async function execute(
 		if (placed.elsewhere) batch.orderedElsewhere.add(job.id);
 		// Once every item is ordered: the execution sleeps until the events say all jobs are final.
 		batch.afterRun ??= async (outputs) => {
-			const timeoutMinutes = order.timeout;
-			if (
-				await waitForJobs(this, outputs, {
-					timeoutMinutes,
-					orderedElsewhere: batch.orderedElsewhere,
-					waiter: batch.waiter,
-				})
-			)
-				batch.notes.webhookElsewhere = true;
+			const reason = inPlaceReason(outputs, batch.orderedElsewhere);
+			const waited = await waitForJobs(this, outputs, {
+				timeoutMinutes: order.timeout,
+				inPlace: reason !== undefined,
+				waiter: batch.waiter,
+			});
+			if (waited) batch.notes.webhookInPlace = reason;
 		};
 	}
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
