@@ -12,7 +12,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 import * as account from './actions/account';
 import * as job from './actions/job';
 import { searchJobs } from './listing/jobSearch';
-import { resume } from './waiting/webhook';
+import { resume } from './waiting/resume';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
 

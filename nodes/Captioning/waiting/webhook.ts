@@ -1,5 +1,5 @@
-// Wait for Completion: On Webhook. Every job of the run is ordered with this execution's resume URL
-// and the execution sleeps in n8n's database (n8n's send-and-wait pattern): nothing polls, nothing
+// Wait for Completion: On Webhook (its resume: waiting/resume.ts). Every job of the run is ordered
+// with this execution's resume URL and the execution sleeps in n8n's database (n8n's send-and-wait pattern): nothing polls, nothing
 // is held, restarts and execution time limits do not touch it. It resumes once, when the service's
 // events show every job of the batch completed or cancelled.
 // The service is the record of the batch, read through n8n's public interface only: each order's
@@ -10,20 +10,11 @@
 // a job another execution ordered, equal files the node found equal only once ordered) is waited
 // for here instead, as Poll does. When the Timeout passes first, n8n hands on the node's input
 // items, as it does for its own Wait node.
-import type {
-	IDataObject,
-	IExecuteFunctions,
-	INodeExecutionData,
-	IWebhookFunctions,
-	IWebhookResponseData,
-} from 'n8n-workflow';
-import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
-import { answerRefusal, backsUp, comeBack, respond } from '../events/verify';
-import type { CaptioningEvent } from '../model/events';
-import { EVENT_OF_STATUS, eventProblem, isFinal, webhookOwnPath } from '../model/events';
+import { EVENT_OF_STATUS, isFinal } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
-import { jobPages, readJob } from '../transport/jobs';
 import type { JobWaiter } from './poll';
 
 /** The most characters of a Webhook URL the service accepts. */
@@ -171,133 +162,3 @@ export async function waitForJobs(
 	);
 	return true;
 }
-
-/** Whether a job was ordered with this execution's URL (compared by its own path: execution and node). */
-const orderedHere = (job: Job, path: string) =>
-	webhookOwnPath(String(job.options?.webhook_url ?? '')) === path;
-
-/**
- * A job ordered with this execution's URL that is queued or processing now, if any. The processing
- * list's first page usually holds one (a read an event); only when it does not are the lists read
- * whole: queued before processing, as a status only moves forward (a job that leaves the queued
- * list after it was read is in the processing list read after it, or final).
- */
-async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
-	const lists = [
-		{ status: 'processing', pages: 1 },
-		{ status: 'queued', pages: Infinity },
-		{ status: 'processing', pages: Infinity },
-	];
-	for (const { status, pages } of lists) {
-		let read = 0;
-		for await (const page of jobPages(ctx, { status }, { priority: 'high' })) {
-			const open = page.find((job) => orderedHere(job, path));
-			if (open) return open;
-			if (++read >= pages) break;
-		}
-	}
-	return undefined;
-}
-
-/** The jobs ordered with this execution's URL, by the items their URLs name, and the batch's size. */
-interface ReadBack {
-	byItem: Map<number, Job>;
-	of: number;
-}
-
-const complete = ({ byItem, of }: ReadBack) => of > 0 && byItem.size >= of;
-
-/**
- * The batch, read back from the job list: the job of each of its items, until the jobs ordered with
- * this execution's URL name all of them, or a few pages past what the batch holds.
- */
-async function readBatch(ctx: IWebhookFunctions, path: string): Promise<ReadBack> {
-	const read: ReadBack = { byItem: new Map(), of: 0 };
-	let pages = 0;
-	for await (const page of jobPages(ctx, {}, { priority: 'high' })) {
-		for (const job of page.filter((j) => orderedHere(j, path))) {
-			const named = itemsOf(job.options?.webhook_url);
-			read.of ||= named.of;
-			for (const item of named.items) read.byItem.set(item, job);
-		}
-		// The batch was ordered together: past a few pages more than it holds, the rest is not there.
-		if (complete(read) || ++pages >= Math.ceil(Math.max(read.of, 1) / 100) + 10) break;
-	}
-	return read;
-}
-
-/** The batch's items with their jobs, in item order, as the node's output. */
-function outputOf(read: ReadBack, event: CaptioningEvent): INodeExecutionData[] {
-	return [...read.byItem.keys()]
-		.sort((a, b) => a - b)
-		.map((item): INodeExecutionData => {
-			const job = read.byItem.get(item)!;
-			return {
-				json: {
-					...(job as unknown as IDataObject),
-					// Equal items share one order: the first ordered it, the others replayed it.
-					idempotent_replayed: itemsOf(job.options?.webhook_url).items[0] !== item,
-					event_type: EVENT_OF_STATUS[job.status],
-					event_id: job.id === event.data.id ? event.id : null,
-				},
-				pairedItem: { item },
-			};
-		});
-}
-
-/**
- * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
- * URL. While a job ordered with this execution's URL is open, the event is answered and the
- * execution sleeps on (a read or two an event, whatever the batch's size); once none is, the batch
- * is read back, the event's job must back it up (in the workspace, with the status the event says,
- * ordered with this URL), and the execution resumes with the jobs, paired with their items.
- */
-export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-	const body = this.getBodyData();
-	const problem = eventProblem(body);
-	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
-	const event = body as unknown as CaptioningEvent;
-	const path = webhookOwnPath(this.getRequestObject().originalUrl);
-	let read: ReadBack;
-	let own: Job | undefined;
-	try {
-		const open = await openJobOf(this, path);
-		if (open?.id === event.data.id) {
-			// Its own job is not final yet as the API shows it: the service is asked to deliver it again.
-			return comeBack(
-				this,
-				`Not yet: the event says ${event.type} but the job's status is ${open.status}; deliver the event again later.`,
-			);
-		}
-		if (open) return { webhookResponse: { received: true, resumed: false } };
-		read = await readBatch(this, path);
-		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
-		own ??= orderedHereOrNot(await readJob(this, event.data.id, { priority: 'high' }), path);
-	} catch (error) {
-		if (error instanceof NodeApiError && error.httpCode === '404') own = undefined;
-		else
-			return comeBack(
-				this,
-				`The jobs could not be read (${(error as Error).message}); deliver the event again later.`,
-			);
-	}
-	if (!own) {
-		return respond(this, 403, {
-			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
-		});
-	}
-	const checked = backsUp(this, event, { job: own });
-	if ('error' in checked) return answerRefusal(this, checked);
-	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
-		return comeBack(
-			this,
-			'The jobs of this execution do not all show yet; deliver the event again later.',
-		);
-	// Answered before n8n resumes: when the last events arrive at once, each sees the batch complete,
-	// n8n resumes the execution once and would answer the others 500 though they were handled.
-	respond(this, 200, { received: true, resumed: true });
-	return { noWebhookResponse: true, workflowData: [outputOf(read!, event)] };
-}
-
-/** The job if it was ordered with this execution's URL. */
-const orderedHereOrNot = (job: Job, path: string) => (orderedHere(job, path) ? job : undefined);
