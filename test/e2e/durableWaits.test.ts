@@ -122,7 +122,10 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 	test('five items, jobs finishing seconds apart past the execution time limit: one resume, five final jobs, paired, in input order', async () => {
 		const waiting = await startWaiting('wfBatchWaitFive', 'batch-wait-five', lists.five);
 		const jobs = jobsOf(lists.five);
-		expect(new Set(jobs.map((j) => j.body.webhook_url)).size).toBe(1);
+		// One resume URL (this execution's, this node's), each order naming its item of the five.
+		const sent = jobs.map((j) => new URL(String(j.body.webhook_url)));
+		expect(new Set(sent.map((u) => u.pathname)).size).toBe(1);
+		expect(sent.map((u) => u.searchParams.get('items'))).toEqual(['0', '1', '2', '3', '4']);
 		// Finishing in reverse input order, 6 s apart: 24 s in all, past the workflow's 20 s limit.
 		const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
 		for (const [n, job] of [...jobs].reverse().entries()) {
@@ -201,14 +204,13 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		);
 	}, 300000);
 
-	test("Timeout with no event: the next node gets the jobs (id, status), not the trigger's item", async () => {
+	test("Timeout with no event: the next node gets the node's input items, as after n8n's Wait node", async () => {
 		const waiting = await startWaiting('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout);
 		const done = await finished('wfBatchWaitTime', waiting.id);
 		expect(done.status).toBe('success');
 		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
-		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(
-			jobsOf(lists.timeout).map((j) => [j.id, 'queued']),
-		);
+		expect(next.map((i) => i.json)).toEqual(lists.timeout.map((url) => ({ urls: url })));
+		expect(jobsOf(lists.timeout).map((j) => sb.job(j.id).status)).toEqual(['queued', 'queued']);
 	}, 300000);
 
 	test('equal rows with On Webhook: one job, and its event resumes both items', async () => {

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
+import { executionsApi } from '../real/executions';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
 
@@ -683,6 +684,9 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			const { stdout } = await n8n.cli(['execute', '--id=wfCaptionFiles01', '--rawOutput']);
 			// (Binary data in the output cut short, so that a failure shows what n8n said.)
 			expect(stdout.replace(/[A-Za-z0-9+/=]{200,}/g, '…')).toContain('idempotent_replayed');
+			// The execution's data (its items, the node context) holds the Webhook URL's token masked only.
+			expect(stdout).toContain('token=***');
+			expect(stdout).not.toContain(`token=${TOKEN}`);
 			const upload = sb.ledger.uploads.at(-1)!;
 			expect(upload).toMatchObject({
 				filename: 'interview.mp4',
@@ -761,9 +765,12 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				),
 			);
 			expect(done.status).toBe('success');
+			// What n8n saved of the execution shows the resume URL's token (2.x: signature=) masked only.
+			const saved = await executionsApi(() => n8n).savedDataOf(String(done.id));
+			expect(saved).toContain('"webhook_url"');
+			expect(saved).not.toMatch(/[?&](signature|token)=(?!\*\*\*)[^&"\s]/);
 			expect(
-				sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}' && r.path.endsWith(job.id))
-					.length,
+				sb.ledger.requests.filter((r) => r.route === 'GET /jobs').length,
 			).toBeGreaterThanOrEqual(1);
 			sb.setTiming({ queuedMs: 300, processingMs: 1500 });
 		}, 180000);

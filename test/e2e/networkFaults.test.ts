@@ -2,9 +2,12 @@
 // connection reset while an order is sent is tried again with the same Idempotency-Key (n8n 1.x
 // hands a reset over in a shape once taken for "not sent"); a refused connection is retried and
 // then named; a request n8n's own SSRF protection refuses (2.x) is named so and not tried again; a
-// 429 asking for an hour fails the order at once instead of holding it. Each case runs Manual
+// 429 asking for an hour fails the order at once instead of holding it; a Base URL whose
+// certificate has expired fails at once, naming the certificate. Each case runs Manual
 // Trigger → Captioning with On Error "continue", so the CLI prints the item or its error.
 // Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5).
+import type { TlsPair } from '../helpers/https';
+import { expiredTlsPair, tlsServer } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from '../real/instance';
@@ -50,6 +53,7 @@ function workflow(id: string, parameters: object, credentialId: string): string 
 describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
+	let expired: Awaited<ReturnType<typeof tlsServer>>;
 	const is2x = version.startsWith('2.');
 	/** The Captioning node's first item, as `n8n execute --rawOutput` prints it (2.x prints log lines first). */
 	const run = async (id: string): Promise<Item> => {
@@ -72,11 +76,17 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 		async () => {
 			sb = await createSandbox({ timing: null });
 			const port = new URL(sb.baseUrl).port;
+			// A service whose certificate expired in 2020, issued by an authority n8n trusts.
+			const pair: TlsPair & { caPath: string } = expiredTlsPair();
+			expired = await tlsServer(pair);
 			// 2.x: n8n's SSRF protection on, loopback blocked (its default ranges) but for the sandbox's address.
 			const ssrf = is2x
 				? { N8N_SSRF_PROTECTION_ENABLED: 'true', N8N_SSRF_ALLOWED_IP_RANGES: '127.0.0.1/32' }
 				: {};
-			n8n = await createN8n(await installN8n(version), [], ssrf);
+			n8n = await createN8n(await installN8n(version), [], {
+				...ssrf,
+				NODE_EXTRA_CA_CERTS: pair.caPath,
+			});
 			await n8n.cli([
 				'import:credentials',
 				`--input=${tempJson('credentials.json', [
@@ -91,6 +101,12 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 						name: 'faultsNobody',
 						type: 'captioningApi',
 						data: { apiKey: sb.keys.full, baseUrl: 'http://127.0.0.1:9/v1' },
+					},
+					{
+						id: 'faultsExpired',
+						name: 'faultsExpired',
+						type: 'captioningApi',
+						data: { apiKey: sb.keys.full, baseUrl: expired.url },
 					},
 					// Another loopback address, which n8n's SSRF protection blocks (2.x); nothing listens there.
 					{
@@ -117,13 +133,29 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 				'import:workflow',
 				`--input=${workflow('wfFaultHour0001', order('an-hour'), 'faultsService')}`,
 			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${workflow('wfFaultCert0001', order('expired'), 'faultsExpired')}`,
+			]);
 		},
 		40 * 60 * 1000,
 	);
 
 	afterAll(async () => {
 		await sb?.close();
+		await expired?.close();
 	});
+
+	test('a Base URL whose certificate has expired fails at once, naming the certificate; nothing is sent', async () => {
+		const item = await run('wfFaultCert0001');
+		expect(String(item.json.error)).toMatch(
+			/^The TLS certificate of the captioning service at https:\/\/127\.0\.0\.1:\d+ has expired \(CERT_HAS_EXPIRED\)/,
+		);
+		expect(String(item.json.description)).toMatch(
+			/before anything was sent, so it was not tried again/,
+		);
+		expect(expired.handshakes()).toBe(1);
+	}, 120000);
 
 	test('a connection reset while the order is sent: tried again with the same Idempotency-Key, one job, one charge', async () => {
 		sb.resetLedger();

@@ -185,7 +185,13 @@ describe.each(VERSIONS)('n8n %s: S3 Object source', (version) => {
 			const before = s3.requests.length;
 			const fromN8n = () =>
 				s3.requests.slice(before).filter((r) => !r.url.includes('X-Amz-Signature'));
-			for (let run = 1; run <= 2; run++) await n8n.cli(['execute', '--id=wfS3Object0001']);
+			for (let run = 1; run <= 2; run++) {
+				const { stdout } = await n8n.cli(['execute', '--id=wfS3Object0001', '--rawOutput']);
+				// The execution's data (items, node context) holds no signed link: jobs show media.url
+				// without its query, and the node context when the link was signed, not the link.
+				expect(stdout).toContain('"media"');
+				expect(stdout).not.toMatch(/X-Amz-Signature|X-Amz-Credential/);
+			}
 			const jobs = sb.ledger.jobs.filter((j) =>
 				String(j.body.media_url).includes('/lectures/week%201/intro.mp4?'),
 			);

@@ -42,6 +42,19 @@ export function executionsApi(n8n: () => N8n) {
 	return {
 		executions,
 		waitFor,
+		/**
+		 * What n8n saved of an execution's data (run data, the stack, node contexts), as text: not the
+		 * workflow's own parameters, which n8n stores beside it.
+		 */
+		async savedDataOf(id: string): Promise<string> {
+			// eslint-disable-next-line @typescript-eslint/no-require-imports
+			const flatted = require(path.join(n8n().install.dir, 'node_modules', 'flatted')) as {
+				parse(text: string): unknown;
+			};
+			const res = await n8n().rest<{ data: string | object }>('GET', `/executions/${id}`);
+			const data = typeof res.body.data === 'string' ? flatted.parse(res.body.data) : res.body.data;
+			return JSON.stringify(data);
+		},
 		/** An execution's run data as n8n stores it (flatted in the REST answer). */
 		async runDataOf(id: string): Promise<RunData> {
 			// eslint-disable-next-line @typescript-eslint/no-require-imports
