@@ -134,7 +134,10 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 			sb.setWebhook({ duplicate: false });
 		}
 		const deliveries = sb.ledger.deliveries.filter((d) => d.jobId === id);
-		expect(deliveries.map((d) => d.status)).toEqual([200, 200]);
+		// One copy is answered 200 once its run is stored; the other, arriving while that was
+		// undecided, is asked to come back (503) or answered 200 as already handled.
+		expect(deliveries.some((d) => d.status === 200)).toBe(true);
+		expect(deliveries.filter((d) => ![200, 503].includes(d.status ?? 0))).toEqual([]);
 		const run = await waitFor('the execution', async () => {
 			const page = await newest();
 			const latest = page.results?.[0];
