@@ -51,6 +51,13 @@ function controlOf(ctx, servers) {
 		showJob(id) {
 			ctx.jobs.findJob(id).job.hidden = false;
 		},
+		/**
+		 * The service forgets every Idempotency-Key it kept (the interface does not say for how long
+		 * it keeps them): a repeat with a key is then a new order, unless the client finds it first.
+		 */
+		forgetIdempotencyKeys() {
+			for (const ws of ctx.workspaces.values()) ws.idempotency.clear();
+		},
 		completeJob: ctx.jobs.completeJob,
 		cancelJob: ctx.jobs.cancelJob,
 		/**

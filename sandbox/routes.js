@@ -180,6 +180,11 @@ function createRoutes(ctx) {
 			jobs = jobs.slice(i + 1);
 		}
 		if (status !== null) jobs = jobs.filter((j) => j.view.status === status);
+		// metadata[<key>]=<value>: only jobs whose metadata has that key with that value.
+		for (const [name, value] of query) {
+			const m = /^metadata\[(.+)\]$/.exec(name);
+			if (m) jobs = jobs.filter((j) => j.view.metadata?.[m[1]] === value);
+		}
 		return {
 			object: 'list',
 			data: jobs.slice(0, limit).map(ctx.jobs.publicJob),

@@ -481,7 +481,7 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		);
 	}, 300000);
 
-	test('the S3 template run three times against a real S3-compatible server: the service fetches each new video from S3, n8n reads no media byte, nothing is ordered twice', async () => {
+	test('the S3 template run against a real S3-compatible server: the service fetches each new video from S3, n8n reads no media byte, nothing is ordered twice, and a video whose order was refused (402) is ordered by the next run', async () => {
 		await s3.put('incoming/keynote.mp4', Buffer.alloc(1024 * 1024, 'keynote'));
 		await s3.put('incoming/panel.mp4', Buffer.alloc(1024 * 1024, 'panel'));
 		// Captions land next to the videos: the template's filter must not order them as videos.
@@ -545,6 +545,21 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		});
 		await sb.settleDeliveries();
 		expect(fetchedOk()).toBe(3);
+
+		// A new object whose order is refused (no funds): nothing records it, the next run orders it.
+		await s3.put('incoming/funded-later.mp4', Buffer.alloc(1024 * 1024, 'funded later'));
+		sb.injectFault('POST /jobs', {
+			status: 402,
+			code: 'insufficient_funds',
+			message: 'The prepaid balance does not cover this order.',
+		});
+		await n8n.cli(['execute', '--id=wfPayS3Template']).catch(() => undefined);
+		expect({ jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ jobs: 3, orders: 4 });
+		await n8n.cli(['execute', '--id=wfPayS3Template']);
+		expect({ jobs: s3Jobs().length, orders: s3Posts().length }).toEqual({ jobs: 4, orders: 5 });
+		expect(s3Jobs().map((j) => (j.body.metadata as Record<string, string>).s3_key)).toContain(
+			'incoming/funded-later.mp4',
+		);
 		console.log(
 			`n8n ${version}, S3 template run 3 times (2 objects, then a third): n8n's GETs of a video ${n8nReads()}, ${s3Jobs().length} jobs, ${s3Posts().length} orders sent, the service fetched ${fetchedOk()} from S3`,
 		);

@@ -109,6 +109,8 @@ export interface Sandbox {
 	): void;
 	clearFaults(): void;
 	setRateLimits(limits: { readPerSecond?: number; writePerSecond?: number }): void;
+	/** The workspace limits CreateJob is checked against (state.js DEFAULT_LIMITS), to change in place. */
+	limits: Record<string, number>;
 	setTiming(timing: { queuedMs: number; processingMs: number } | null): void;
 	setLatency(ms: number): void;
 	maxInFlight(): number;
@@ -130,6 +132,8 @@ export interface Sandbox {
 			workspace?: number;
 		},
 	): void;
+	/** The service forgets every Idempotency-Key it kept. */
+	forgetIdempotencyKeys(): void;
 	/** Keeps a job out of the API's answers until showJob (a write that becomes visible late). */
 	hideJob(id: string): void;
 	showJob(id: string): void;

@@ -3,7 +3,7 @@
 // outputs in input order and paired, exactly one job and one charge per item whatever fails.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
-import { storeBinary } from '../engine/workflow';
+import { binaryDataService, storeBinary } from '../engine/workflow';
 import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
@@ -230,10 +230,10 @@ describe('nothing lost, nothing doubled', () => {
 		expect(retried.failure).toBeUndefined();
 		expect(sb.ledger.jobs).toHaveLength(8);
 		expect(sb.ledger.charges).toHaveLength(8);
-		// The items ordered before the failure were replayed (200), the others created (201).
+		// The items ordered before the failure were found by their tags (replayed, no second POST), the others created.
 		const replayed = retried.items.filter((i) => i.json.idempotent_replayed === true);
 		expect(replayed.length).toBeGreaterThanOrEqual(1);
-		expect(requests('POST /jobs').filter((r) => r.status === 200)).toHaveLength(replayed.length);
+		expect(requests('POST /jobs').filter((r) => r.status === 200)).toHaveLength(0);
 		expect(requests('POST /jobs').filter((r) => r.status === 201)).toHaveLength(8);
 	});
 
@@ -408,4 +408,42 @@ describe('waiting together (Wait for Completion: Poll)', () => {
 			waitLimits.minuteMs = minute;
 		}
 	});
+});
+
+describe('memory per file, not per batch', () => {
+	test('a batch of 12 Binary Files with Concurrency 2 reads at most two files at once (probe, hash and upload alike)', async () => {
+		const service = await binaryDataService();
+		let open = 0;
+		let most = 0;
+		const original = service.getAsStream.bind(service);
+		const spy = jest.spyOn(service, 'getAsStream').mockImplementation(async (id, chunk) => {
+			const stream = await original(id, chunk);
+			open += 1;
+			most = Math.max(most, open);
+			stream.once('close', () => (open -= 1));
+			return stream;
+		});
+		try {
+			const input = await Promise.all(
+				Array.from({ length: 12 }, async (_, n) => ({
+					json: {},
+					binary: await storeBinary(Buffer.from(`clip ${n} `.repeat(20000)), {
+						fileName: `clip${n}.mp4`,
+						mimeType: 'video/mp4',
+					}),
+				})),
+			);
+			const run = await runCaptioning(
+				sb,
+				create({ source: 'binary', binaryPropertyName: 'data', batching: { concurrency: 2 } }),
+				{ input },
+			);
+			expect(run.failure).toBeUndefined();
+			expect(sb.ledger.jobs).toHaveLength(12);
+			expect(most).toBeGreaterThan(0);
+			expect(most).toBeLessThanOrEqual(2);
+		} finally {
+			spy.mockRestore();
+		}
+	}, 60000);
 });

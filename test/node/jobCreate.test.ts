@@ -29,7 +29,7 @@ describe('sources', () => {
 		// Every keyed order carries its key's tag in the metadata: how a repeat finds it (docs/paying-once.md).
 		expect(sb.ledger.jobs[0].body).toEqual({
 			media_url: MEDIA,
-			metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/) },
+			metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{40}$/) },
 		});
 		expect(lastJobRequest().idempotencyKey).toMatch(/^n8n-[0-9a-f]{48}$/);
 		expect(run.items).toEqual([
@@ -57,7 +57,7 @@ describe('sources', () => {
 		expect(run.failure).toBeUndefined();
 		expect(sb.ledger.jobs[0].body).toEqual({
 			upload_id: upload.id,
-			metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/) },
+			metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{40}$/) },
 		});
 	});
 
@@ -78,11 +78,11 @@ describe('sources', () => {
 			authorizationSeen: false,
 		});
 		expect(upload.sha256).toBe(createHash('sha256').update(data).digest('hex'));
-		// A file's tag holds its SHA-256 too.
+		// A file counts by its bytes: its tag names the order with the SHA-256, not the upload.
 		expect(sb.ledger.jobs[0].body).toEqual({
 			upload_id: upload.id,
 			title: 'Interview.mp4',
-			metadata: { n8n_order: expect.stringMatching(new RegExp(`^[0-9a-f]{32}:${upload.sha256}$`)) },
+			metadata: { n8n_order: expect.stringMatching(/^[0-9a-f]{40}$/) },
 		});
 		expect(JSON.stringify(run.items)).not.toContain('upload_url');
 	});
@@ -134,7 +134,7 @@ test('every option of CreateJob reaches the service as the interface names it', 
 		metadata: {
 			drive_file_id: 'f-123',
 			owner: 'maria',
-			n8n_order: expect.stringMatching(/^[0-9a-f]{32}$/),
+			n8n_order: expect.stringMatching(/^[0-9a-f]{40}$/),
 		},
 		redactions: {
 			pii: true,
@@ -284,6 +284,18 @@ describe('bad input is refused before any request, naming the field, the rule an
 			/over the service's 64 KiB limit/,
 			/glossary \d+ bytes/,
 		],
+		[
+			"a Timeout past what n8n's timers wait",
+			create({ waitForCompletion: 'poll', pollInterval: 30, timeout: '={{ 35792 }}' }),
+			/^Timeout is 35792 minutes, more than the 35,791 minutes \(24\.8 days\) n8n's timers can wait$/,
+			/Set Timeout to at most 35791/,
+		],
+		[
+			"a Poll Interval past what n8n's timers wait",
+			create({ waitForCompletion: 'poll', pollInterval: '={{ 2147484 }}', timeout: 60 }),
+			/^Poll Interval is 2147484 seconds, more than the 2,147,483 seconds/,
+			/Set Poll Interval to at most 2147483/,
+		],
 	])('%s', async (_name, params, message, description) => {
 		const run = await runCaptioning(sb, params);
 		expect(run.failure).toMatchObject({
@@ -346,6 +358,23 @@ describe('idempotency', () => {
 		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
+	test('None and a lost answer: not sent again, and the error says a job may exist and how to find it', async () => {
+		sb.injectFault('POST /jobs', { kind: 'lose-response' });
+		const run = await runCaptioning(
+			sb,
+			create({
+				idempotency: 'none',
+				title: 'Town Hall',
+				options: { metadata: { pair: [{ key: 'drive_file_id', value: 'f-9' }] } },
+			}),
+		);
+		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
+		expect(sb.ledger.jobs).toHaveLength(1);
+		expect(run.failure?.description).toMatch(
+			/^No answer came, so the order may have reached the service: a job may exist and be charged\. .*Job → Get Many \(the newest jobs, with the title "Town Hall" and the metadata \{"drive_file_id":"f-9"\}\).*set Idempotency to Automatic/,
+		);
+	});
+
 	test('the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
 		const first = await runCaptioning(sb, create({}), {
 			input: [{ json: {} }, { json: {} }],
@@ -353,9 +382,11 @@ describe('idempotency', () => {
 		});
 		const second = await runCaptioning(sb, create({}), { workflowId: 'keys-auto' });
 		expect(sb.ledger.jobs).toHaveLength(1);
+		// The new run finds the order by its tag (one read of the job list) and sends no second POST.
 		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs').map((r) => r.status)).toEqual(
-			[201, 200],
+			[201],
 		);
+		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs')).toHaveLength(1);
 		expect(
 			[...first.items, ...second.items].map((i) => [i.json.id, i.json.idempotent_replayed]),
 		).toEqual([
@@ -407,7 +438,8 @@ describe('idempotency', () => {
 				},
 			);
 			expect(run.failure).toBeUndefined();
-			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(2);
+			// The second try finds its order by its tag: no second POST.
+			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
 			expect(sb.ledger.jobs).toHaveLength(1);
 			expect(sb.ledger.charges).toHaveLength(1);
 			expect(sb.ledger.uploads).toHaveLength(source === 'binary' ? 1 : 0);

@@ -185,7 +185,7 @@ describe('Binary File sources repeat cleanly', () => {
 		],
 		['Automatic', {}],
 	])(
-		'%s, run twice: one upload, one job, one charge; the second run replayed, no 409',
+		'%s, run twice: one upload, one job, one charge; the second run finds the first order by its tag and sends none',
 		async (_name, idempotency) => {
 			const workflowId = newWorkflow();
 			const params = create({ source: 'binary', binaryPropertyName: 'data', ...idempotency });
@@ -205,7 +205,7 @@ describe('Binary File sources repeat cleanly', () => {
 			expect(second.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
 				first.items.map((i) => [i.json.id, true]),
 			);
-			expect(posts().map((r) => r.status)).toEqual([201, 201, 200, 200]);
+			expect(posts().map((r) => r.status)).toEqual([201, 201]);
 			// Shown above the output, once for the run; the first run, which paid, shows none.
 			expect(second.hints).toEqual([
 				{
@@ -233,7 +233,7 @@ describe('Binary File sources repeat cleanly', () => {
 		});
 		expect(run.failure).toMatchObject({ httpCode: '409' });
 		expect(run.failure!.description).toMatch(
-			/^The Idempotency Key "drive-123" was used before for a different order: another file, or other options\. A key names one order/,
+			/^The Idempotency Key "drive-123" was used before for a different order than this file with these options \(or by another workflow\)\. A key names one order/,
 		);
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1 });
 	});
@@ -275,7 +275,7 @@ describe('Binary File sources repeat cleanly', () => {
 		expect(counts()).toMatchObject({ jobs: 2, charges: 2, uploads: 2 });
 	});
 
-	test('the lookup of an earlier upload reads the job list once for the whole batch', async () => {
+	test('a batch of repeats: each finds its earlier order in one read of the job list filtered by its tag, and uploads nothing', async () => {
 		const workflowId = newWorkflow();
 		const params = create({
 			source: 'binary',
@@ -287,7 +287,104 @@ describe('Binary File sources repeat cleanly', () => {
 		sb.resetLedger();
 		const run = await runCaptioning(sb, params, { input: await videos(names), workflowId });
 		expect(run.items.every((i) => i.json.idempotent_replayed === true)).toBe(true);
-		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs')).toHaveLength(1);
+		const lookups = sb.ledger.requests.filter((r) => r.route === 'GET /jobs');
+		expect(lookups).toHaveLength(12);
+		expect(lookups.every((r) => r.query['metadata[n8n_order]'] !== undefined)).toBe(true);
 		expect(sb.ledger.uploads).toHaveLength(0);
+		expect(posts()).toHaveLength(0);
+	});
+});
+
+describe('a repeat never rests on how long the service keeps an Idempotency-Key', () => {
+	test.each([
+		['Media URL', 'url'],
+		['Upload ID', 'upload'],
+		['Binary File', 'binary'],
+	])(
+		'%s: repeated after the service forgot the key, it finds and returns the first job (one job, one charge, no second POST)',
+		async (_name, source) => {
+			const workflowId = newWorkflow();
+			let params = create();
+			let input = urls(['kept']);
+			if (source === 'upload') {
+				const upload = await runCaptioning(
+					sb,
+					{ resource: 'upload', operation: 'create', binaryPropertyName: 'data' },
+					{ input: await videos(['for-upload']) },
+				);
+				params = create({ source: 'upload', uploadId: String(upload.items[0].json.id) });
+			}
+			if (source === 'binary') params = create({ source: 'binary', binaryPropertyName: 'data' });
+			const inputOf = async () => (source === 'binary' ? await videos(['kept']) : input);
+			input = await inputOf();
+			const first = await runCaptioning(sb, params, { input, workflowId });
+			sb.forgetIdempotencyKeys();
+			const before = posts().length;
+			const again = await runCaptioning(sb, params, { input: await inputOf(), workflowId });
+			expect(again.failure).toBeUndefined();
+			expect(again.items[0].json).toMatchObject({
+				id: first.items[0].json.id,
+				idempotent_replayed: true,
+			});
+			expect(posts()).toHaveLength(before);
+			expect({ jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length }).toEqual({
+				jobs: 1,
+				charges: 1,
+			});
+		},
+	);
+
+	test('an earlier order behind 5,000 newer jobs of a busy workspace is found in one read', async () => {
+		const workflowId = newWorkflow();
+		const first = await runCaptioning(sb, create(), { input: urls(['old-order']), workflowId });
+		sb.seedHistory(5000);
+		sb.forgetIdempotencyKeys();
+		sb.resetLedger();
+		const again = await runCaptioning(sb, create(), { input: urls(['old-order']), workflowId });
+		expect(again.items[0].json.id).toBe(first.items[0].json.id);
+		expect(sb.ledger.requests.filter((r) => r.method === 'GET').length).toBeLessThanOrEqual(3);
+		expect(posts()).toHaveLength(0);
+	});
+
+	test("a first order reads nothing: n8n's deduplication store says this node never sent it", async () => {
+		const run = await runCaptioning(sb, create(), {
+			input: urls(['fresh-1', 'fresh-2', 'fresh-3']),
+			workflowId: newWorkflow(),
+		});
+		expect(run.failure).toBeUndefined();
+		expect(sb.ledger.requests.map((r) => r.route)).toEqual([
+			'POST /jobs',
+			'POST /jobs',
+			'POST /jobs',
+		]);
+	});
+});
+
+describe("the order's tag never costs the user an order", () => {
+	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed)', async () => {
+		const limits = sb.limits as { metadataKeysMax: number };
+		const max = limits.metadataKeysMax;
+		limits.metadataKeysMax = 5;
+		try {
+			const metadata = { pair: [1, 2, 3, 4, 5].map((n) => ({ key: `k${n}`, value: `v${n}` })) };
+			const params = create({ options: { metadata } });
+			const workflowId = newWorkflow();
+			const first = await runCaptioning(sb, params, { input: urls(['five-keys']), workflowId });
+			expect(first.failure).toBeUndefined();
+			expect(sb.ledger.jobs).toHaveLength(1);
+			expect(Object.keys(sb.ledger.jobs[0].body.metadata as object)).toHaveLength(5);
+			const again = await runCaptioning(sb, params, { input: urls(['five-keys']), workflowId });
+			expect(again.failure).toBeUndefined();
+			expect(again.items[0].json).toMatchObject({
+				id: first.items[0].json.id,
+				idempotent_replayed: true,
+			});
+			expect({ jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length }).toEqual({
+				jobs: 1,
+				charges: 1,
+			});
+		} finally {
+			limits.metadataKeysMax = max;
+		}
 	});
 });

@@ -295,19 +295,20 @@ describe('paying once: the same object with the same options replays, whatever s
 		expect(sb.ledger.charges).toHaveLength(1);
 	});
 
-	test('a repeat never sends a link with less validity left than Link Valid For asks', async () => {
+	/** A first try whose POSTs never reached the service (the connection reset each time): nothing ordered, the moment kept. */
+	async function unsent(key: string, hours: number) {
 		const workflowId = newWorkflow();
-		// The first try's answer is lost: the link stays in the node context for the execution's Retry.
-		await s3.put('videos/g.mp4', Buffer.alloc(4096, 4));
-		sb.injectFault('POST /jobs', { kind: 'lose-response', times: 6 });
-		const input = objects(['videos/g.mp4']);
-		const failed = await runCaptioning(sb, create({ s3LinkHours: 2 }), {
+		await s3.put(key, Buffer.alloc(4096, 4));
+		sb.injectFault('POST /jobs', { kind: 'reset', times: 6 });
+		const input = objects([key]);
+		const failed = await runCaptioning(sb, create({ s3LinkHours: hours }), {
 			input,
 			s3: credential(),
 			workflowId,
 			mode: 'trigger',
 		});
 		expect(failed.failure).toBeDefined();
+		expect(sb.ledger.jobs).toHaveLength(0);
 		const context = failed.contextData() as Record<
 			string,
 			{ captioningSigned: Record<string, number> }
@@ -315,24 +316,49 @@ describe('paying once: the same object with the same options replays, whatever s
 		// The node context keeps when the link was signed, never the link.
 		expect(JSON.stringify(context)).not.toMatch(/X-Amz-Signature|X-Amz-Credential/);
 		const signed = Object.values(context)[0].captioningSigned;
-		// As if the Retry came 90 minutes later: an hour and a half of the link left, two hours asked.
-		for (const key of Object.keys(signed)) signed[key] -= 90 * 60000;
-		const sent = new Set(posts().map((r) => String(r.body?.media_url)));
-		const retried = await runCaptioning(sb, create({ s3LinkHours: 2 }), {
-			input,
-			s3: credential(),
-			workflowId,
-			mode: 'retry',
-			contextData: context as never,
-		});
+		const [signedAt] = Object.values(signed);
+		const retry = async () =>
+			await runCaptioning(sb, create({ s3LinkHours: hours }), {
+				input,
+				s3: credential(),
+				workflowId,
+				mode: 'retry',
+				contextData: context as never,
+			});
+		return { signed, signedAt, retry };
+	}
+
+	/** The moment a presigned link was signed, as its X-Amz-Date says it (whole seconds). */
+	const signedMoment = (link: string) => new URL(link).searchParams.get('X-Amz-Date');
+	const amzDate = (ms: number) => new Date(ms).toISOString().replace(/[-:]|\.\d{3}/g, '');
+
+	test("the execution's Retry sends the very same link: under the same key the service could only replay it", async () => {
+		const { signedAt, retry } = await unsent('videos/c.mp4', 2);
+		const retried = await retry();
 		expect(retried.failure).toBeUndefined();
-		// Signed anew (the service refused the key's new body, and the earlier job is the replay).
-		expect(sent.has(String(posts().at(-1)!.body?.media_url))).toBe(false);
-		expect(retried.items[0].json.idempotent_replayed).toBe(true);
+		// The lookup by tag found nothing (nothing was ordered): the POST carries the link signed at the first try's moment.
+		expect(signedMoment(String(posts().at(-1)!.body?.media_url))).toBe(amzDate(signedAt));
+		expect(
+			posts()
+				.map((r) => r.status)
+				.at(-1),
+		).toBe(201);
 		expect(sb.ledger.charges).toHaveLength(1);
 	});
 
-	test("the execution's Retry sends the very same link: replayed by the service, not refused", async () => {
+	test('a repeat never sends a link with less validity left than Link Valid For asks', async () => {
+		const { signed, signedAt, retry } = await unsent('videos/g.mp4', 2);
+		// As if the Retry came 90 minutes later: an hour and a half of the link left, two hours asked.
+		for (const key of Object.keys(signed)) signed[key] -= 90 * 60000;
+		const retried = await retry();
+		expect(retried.failure).toBeUndefined();
+		const moment = signedMoment(String(posts().at(-1)!.body?.media_url));
+		expect(moment).not.toBe(amzDate(signedAt - 90 * 60000));
+		expect(moment! >= amzDate(signedAt)).toBe(true);
+		expect(sb.ledger.charges).toHaveLength(1);
+	});
+
+	test("the execution's Retry finds what the first try ordered by its tag: no second POST, nothing refused", async () => {
 		const workflowId = newWorkflow();
 		sb.injectFault('POST /jobs', {
 			status: 400,
@@ -359,7 +385,7 @@ describe('paying once: the same object with the same options replays, whatever s
 		expect(retried.failure).toBeUndefined();
 		expect(retried.items.map((i) => i.json.idempotent_replayed)).toEqual([true, false]);
 		expect(sb.ledger.charges).toHaveLength(2);
-		expect(posts().map((r) => r.status)).toEqual([201, 400, 200, 201]);
+		expect(posts().map((r) => r.status)).toEqual([201, 400, 201]);
 	});
 
 	test('a new upload to the same key (another ETag) is another order; other options are another order', async () => {

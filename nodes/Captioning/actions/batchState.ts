@@ -33,6 +33,8 @@ export class Batch {
 	readonly orderedElsewhere = new Set<string>();
 	/** On Webhook: the items of each order of the run (orders/runOrders.ts `group`). */
 	readonly webhookItems = new Map<string, number[]>();
+	/** On Webhook: each item's Timeout (minutes). */
+	readonly webhookTimeouts = new Map<number, number>();
 	readonly notes: RunNotes = {};
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;

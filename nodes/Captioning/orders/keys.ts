@@ -34,28 +34,25 @@ export function orderIdentity(body: CreateJobBody, fileSha256?: string): string 
 	return canonicalJson({ ...rest, file: { sha256: fileSha256 } });
 }
 
-/** This workflow, this node, this order. */
-export function orderFingerprint(ctx: IExecuteFunctions, identity: string): string {
+/** Automatic's key: this workflow, this node, this order; the same for every repeat of it. */
+export function automaticKey(ctx: IExecuteFunctions, identity: string): string {
 	const node = ctx.getNode();
-	return sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n'));
+	return `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n')).slice(0, 48)}`;
 }
 
 /**
- * The metadata key every keyed order carries its tag under: a digest of its Idempotency-Key (and
- * for a file, after a colon, the file's SHA-256). The service's job list is the record of what was
- * ordered: a repeat finds the earlier order of its key by it.
+ * The metadata key every keyed order carries its tag under. The service's job list is the record
+ * of what was ordered: a repeat finds the earlier order of its tag there.
  */
 export const ORDER_TAG = 'n8n_order';
 
-/** An order's tag (ORDER_TAG): its key's digest, and the file's SHA-256 where the media is a file. */
-export function orderTag(key: string, fileSha256?: string): string {
-	const digest = sha256(key).slice(0, 32);
-	return fileSha256 === undefined ? digest : `${digest}:${fileSha256}`;
-}
-
-/** Automatic's key: the same for every repeat of the order. */
-export function automaticKey(fingerprint: string): string {
-	return `n8n-${fingerprint.slice(0, 48)}`;
+/**
+ * The order's tag: its one name, from its key and what it orders. It is the `n8n_order` metadata
+ * a repeat finds the order by, and what the node context and n8n's deduplication store keep of it
+ * (never the order itself).
+ */
+export function orderTag(key: string, identity: string): string {
+	return sha256(`${key}\n${identity}`).slice(0, 40);
 }
 
 export function checkCustomKey(ctx: IExecuteFunctions, itemIndex: number, key: string): string {

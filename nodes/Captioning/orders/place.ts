@@ -1,13 +1,12 @@
-// Placing an order once (docs/paying-once.md): the item's Idempotency-Key (orders/keys.ts), the
-// upload a repeat of a Binary File order reuses, an S3 Object's signed link, and the POST /jobs.
-// A repeat of a keyed order must send the very same body, upload_id included, or the service
-// answers 409. The node context keeps what this execution sent (Retry On Fail, the execution's
-// Retry); across executions the service's job list is the record: every keyed order carries a tag
-// of its key in its metadata (ORDER_TAG), so a repeat finds the earlier order of its key: a Binary
-// File's upload, to send the same body; the job itself when the service refuses a body that differs
-// only in what this execution has (its On Webhook resume URL, an S3 link signed now).
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
+// Placing an order once (docs/paying-once.md). A keyed order has one name, its tag (orders/keys.ts),
+// carried in its metadata: the service's job list is the record of what was ordered. A repeat (a
+// retry, the execution's Retry, a re-run, a schedule) that finds the earlier order of its tag gets
+// that job back without a second POST, so paying once never rests on how long the service keeps an
+// Idempotency-Key; a first order looks nothing up (n8n's deduplication store says this node never
+// sent it), and the key still guards its POST. A file is read (probed, hashed, uploaded) within the
+// run's Concurrency; the node context keeps, by tag, what a Retry needs (the upload, when an S3 link
+// was signed), never the order itself.
+import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { InputFile } from '../media/binary';
@@ -18,142 +17,103 @@ import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
-import {
-	LOOKUP_PAGES,
-	type Order,
-	type RunOrders,
-	type Placed,
-	sameOrder,
-	withoutWebhookUrl,
-} from './runOrders';
-import {
-	automaticKey,
-	canonicalJson,
-	ORDER_TAG,
-	orderFingerprint,
-	orderIdentity,
-	orderTag,
-} from './keys';
+import { answered, explainConflict, isConflict, maybeOrdered } from './refusals';
+import type { Order, Placed, RunOrders } from './runOrders';
+import { sameOrder, withoutWebhookUrl } from './runOrders';
+import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
 
 const HOUR = 3600 * 1000;
 
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
-/** When this execution signed an S3 Object order's link (ms), by order: the link is made again from it. */
-type Signed = Record<string, number>;
+/** What the node context keeps for a Retry, by order: its upload, and when its S3 link was signed (ms). */
+function kept(ctx: IExecuteFunctions): {
+	uploads: Record<string, string>;
+	signed: Record<string, number>;
+	digests: Record<string, string>;
+} {
+	const context = ctx.getContext('node') as IDataObject;
+	return {
+		uploads: (context.captioningUploads ??= {}) as Record<string, string>,
+		signed: (context.captioningSigned ??= {}) as Record<string, number>,
+		digests: (context.captioningDigests ??= {}) as Record<string, string>,
+	};
+}
 
 /**
  * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked,
  * so that a Retry within that hour sends the very same link (signed again from the same moment: a
  * signature is the same for the same moment, so the node context keeps the moment, never the
- * link) with at least what was asked left. Another execution signs anew; the service then refuses
- * the key's other body (409) and the earlier job of the object is the replay (placeOrder).
+ * link) with at least what was asked left. Another execution signs anew; its repeat is found by the
+ * order's tag, or (refused 409) answered with the earlier job.
  */
-function signedLink(ctx: IExecuteFunctions, order: Order, mark: string): string {
-	const signed = ((ctx.getContext('node') as IDataObject).captioningSigned ??= {}) as Signed;
+function signedLink(ctx: IExecuteFunctions, order: Order, tag: string): string {
+	const { signed } = kept(ctx);
 	const { checked, hours } = order.s3!;
 	const seconds = (hours + 1) * 3600;
-	const at = signed[mark];
+	const at = signed[tag];
 	const signedAt =
 		at !== undefined && at + seconds * 1000 - Date.now() >= hours * HOUR ? at : Date.now();
-	signed[mark] = signedAt;
+	signed[tag] = signedAt;
 	return presignGet(checked!.access, checked!.object, seconds, new Date(signedAt));
 }
 
-/** A refused order (an answer, not a lost one) forgets the link it sent: nothing repeats it. */
-function forgetLink(ctx: IExecuteFunctions, mark: string): void {
-	delete ((ctx.getContext('node') as IDataObject).captioningSigned as Signed | undefined)?.[mark];
-}
-
-/** The node context's memory of files this execution read: their SHA-256 by binary-store id. */
-function digestsOf(ctx: IExecuteFunctions): Record<string, string> {
-	const context = ctx.getContext('node') as IDataObject;
-	return (context.captioningDigests ??= {}) as Record<string, string>;
-}
-
-/** The uploads this execution made or found, by key and SHA-256 (Retry On Fail, the execution's Retry). */
-function uploadsOf(ctx: IExecuteFunctions): Record<string, string> {
-	const context = ctx.getContext('node') as IDataObject;
-	return (context.captioningUploads ??= {}) as Record<string, string>;
-}
-
-/**
- * The order's body as the same order: an On Webhook order without its Webhook URL, which is this
- * execution's own resume URL (another execution repeating the order has another).
- */
+/** An On Webhook order as the same order: without its Webhook URL, this execution's own resume URL. */
 function sameOrderBody(order: Order): CreateJobBody {
 	return order.wait === 'webhook' ? withoutWebhookUrl(order.body) : order.body;
 }
 
-/** An S3 Object order as the same order: the object (store, bucket, key) and the version checked, never the signed link. */
-function s3Identity(order: Order): string {
-	const { url, version } = order.s3!.checked!;
-	return canonicalJson({ ...sameOrderBody(order), s3: { url, version } });
+/** The item's key and tag (orders/keys.ts), from the order and the file's SHA-256. */
+function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key: string; tag: string } {
+	const identity = order.s3
+		? canonicalJson({
+				...sameOrderBody(order),
+				s3: order.s3.checked!.url,
+				version: order.s3.checked!.version,
+			})
+		: orderIdentity(sameOrderBody(order), sha);
+	const key = order.idempotency === 'custom' ? order.customKey! : automaticKey(ctx, identity);
+	return { key, tag: orderTag(key, identity) };
 }
 
-/** The item's Idempotency-Key (none with Idempotency: None), from the order and the file's SHA-256. */
-function keyOf(
-	ctx: IExecuteFunctions,
-	order: Order,
-	sha?: string,
-): { key?: string; identity: string } {
-	if (order.idempotency === 'none') return { identity: '' };
-	const identity = order.s3 ? s3Identity(order) : orderIdentity(sameOrderBody(order), sha);
-	if (order.idempotency === 'custom') return { key: order.customKey, identity };
-	return { key: automaticKey(orderFingerprint(ctx, identity)), identity };
+/** A file as a keyed order reads it: its SHA-256, whether it may have been sent, and its upload if it was not. */
+interface ReadFile {
+	sha: string;
+	maybeSent: boolean;
+	uploadId?: string;
 }
 
 /**
- * A keyed Binary File order's file: its SHA-256 and, when no file like it was sent before, its
- * upload. The size and first MiB, recorded in n8n's deduplication store (a hint, written once),
- * tell a file never sent (upload at once, hashing the bytes on their way: one read) from one that
- * may have been (hash first, then look for its upload). Only a file with a binary-store id is known
- * by that id within the execution; others are hashed (two files may share a name and size).
+ * A keyed Binary File order's file, within the run's Concurrency for files. The size and first MiB,
+ * recorded in n8n's deduplication store (a hint), tell a file never sent (uploaded at once, hashed
+ * on its way: one read) from one that may have been (hashed first: its repeat is looked up by tag).
+ * A file with a binary-store id is hashed once an execution.
  */
 async function readFile(
 	ctx: IExecuteFunctions,
 	i: number,
 	file: InputFile,
 	orders: RunOrders,
-): Promise<{ sha: string; uploadId?: string }> {
-	const digests = digestsOf(ctx);
-	if (file.binaryId && digests[file.binaryId]) return { sha: digests[file.binaryId] };
-	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
-	const probe = await fileProbe(file);
-	if (await orders.maybeSent(probe)) return { sha: remember(await fileSha256(file)) };
-	const hashing = hashingReads(file);
-	const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
-	return { sha: remember(hashing.sha256()), uploadId };
-}
-
-/**
- * The upload id for a keyed Binary File order: the one this execution used, the one the earlier
- * order of this key and these bytes used (found by its tag among the newest jobs: a repeat sends the
- * same body and is replayed), or a new upload.
- */
-async function uploadFor(
-	ctx: IExecuteFunctions,
-	i: number,
-	file: InputFile,
-	orders: RunOrders,
-	mark: string,
-	tag: string,
-	fresh?: string,
-): Promise<string> {
-	const uploads = uploadsOf(ctx);
-	uploads[mark] ??=
-		fresh ?? (await orders.findTagged(tag))?.media.upload_id ?? (await uploadFile(ctx, file, i)).id;
-	return uploads[mark];
-}
-
-/** The order's metadata with its tag (ORDER_TAG), when the metadata has room (20 keys by default). */
-function tagged(body: CreateJobBody, tag: string): CreateJobBody['metadata'] {
-	const metadata = body.metadata ?? {};
-	return Object.keys(metadata).length < 20 ? { ...metadata, [ORDER_TAG]: tag } : body.metadata;
+): Promise<ReadFile> {
+	const { digests } = kept(ctx);
+	const known = file.binaryId ? digests[file.binaryId] : undefined;
+	if (known) return { sha: known, maybeSent: true };
+	const release = await orders.files.acquire(i);
+	try {
+		const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
+		if (await orders.maybeSent(`probe ${await fileProbe(file)}`))
+			return { sha: remember(await fileSha256(file)), maybeSent: true };
+		const hashing = hashingReads(file);
+		const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
+		return { sha: remember(hashing.sha256()), maybeSent: false, uploadId };
+	} finally {
+		release();
+	}
 }
 
 /** Whether the earlier job is this order: its media (a file by its tag) and its options, the Webhook URL aside. */
-function isThisOrder(job: Job, order: Order, body: CreateJobBody): boolean {
+function isThisOrder(job: Job, order: Order): boolean {
+	const { body } = order;
 	const media = order.s3
 		? job.media?.url === order.s3.checked!.url
 		: order.file
@@ -164,9 +124,48 @@ function isThisOrder(job: Job, order: Order, body: CreateJobBody): boolean {
 	return media && sameOrder(job, withoutWebhookUrl(body));
 }
 
+/** The earlier job of this order, answered as its replay (an On Webhook one ordered by another execution says so). */
+function replayOf(job: Job, order: Order): Placed {
+	return {
+		job,
+		replayed: true,
+		elsewhere:
+			order.wait === 'webhook' &&
+			job.options?.webhook_url !== withoutToken(order.body.webhook_url ?? ''),
+	};
+}
+
+/** The body to POST: tagged, its upload (this execution's, or a new one), its S3 link. */
+async function bodyOf(
+	ctx: IExecuteFunctions,
+	i: number,
+	order: Order,
+	tag: string,
+	orders: RunOrders,
+	uploadId?: string,
+): Promise<CreateJobBody> {
+	const body: CreateJobBody = { ...order.body };
+	if (!orders.untagged) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
+	if (order.file) {
+		const { uploads } = kept(ctx);
+		if (!uploads[tag]) {
+			const release = uploadId ? () => {} : await orders.files.acquire(i);
+			try {
+				uploads[tag] = uploadId ?? (await uploadFile(ctx, order.file, i)).id;
+			} finally {
+				release();
+			}
+		}
+		body.upload_id = uploads[tag];
+	}
+	if (order.s3) body.media_url = signedLink(ctx, order, tag);
+	return body;
+}
+
 /**
- * Sends the order. With a key, every repeat is replayed by the service; without one, a Retry On
- * Fail (or the execution's Retry) reads back the job this execution already ordered.
+ * Sends the order once. With a key: a repeat that finds its earlier order gets it back unsent;
+ * otherwise the POST, which the key guards. Without one, a Retry On Fail (or the execution's Retry)
+ * reads back the job this execution already ordered.
  */
 export async function placeOrder(
 	ctx: IExecuteFunctions,
@@ -174,119 +173,105 @@ export async function placeOrder(
 	order: Order,
 	orders: RunOrders,
 ): Promise<Placed> {
-	const body = { ...order.body };
-	const file = order.file;
-	if (order.idempotency === 'none') {
-		if (file) {
-			// Kept for this execution and item only, so that a Retry On Fail sends the same order.
-			const uploads = uploadsOf(ctx);
-			uploads[`${i}:${file.identity}`] ??= (await uploadFile(ctx, file, i)).id;
-			body.upload_id = uploads[`${i}:${file.identity}`];
+	if (order.idempotency === 'none') return await placeWithoutKey(ctx, i, order, orders);
+	const file = order.file ? await readFile(ctx, i, order.file, orders) : undefined;
+	const { key, tag } = keyOf(ctx, order, file?.sha);
+	return await orders.shared(tag, async () => {
+		if (file ? file.maybeSent : await orders.maybeSent(`order ${tag}`)) {
+			const earlier = await orders.findTagged(tag);
+			if (earlier && isThisOrder(earlier, order)) return replayOf(earlier, order);
 		}
-		if (order.s3) body.media_url = signedLink(ctx, order, digest(`${i}\n${s3Identity(order)}`));
-		return await placeWithoutKey(ctx, i, body);
-	}
-	const read = file ? await readFile(ctx, i, file, orders) : undefined;
-	const { key, identity } = keyOf(ctx, order, read?.sha) as { key: string; identity: string };
-	// The node context keeps what a repeat needs by a digest of the order, never the order itself.
-	const mark = digest(`${key}\n${identity}`);
-	const tag = orderTag(key, read?.sha);
-	return await orders.shared(key, identity, async () => {
-		body.metadata = tagged(body, tag);
-		if (file) body.upload_id = await uploadFor(ctx, i, file, orders, mark, tag, read?.uploadId);
-		if (order.s3) body.media_url = signedLink(ctx, order, mark);
 		try {
-			return await post(ctx, i, body, key);
+			return await post(
+				ctx,
+				i,
+				await bodyOf(ctx, i, order, tag, orders, file?.uploadId),
+				key,
+				orders,
+			);
 		} catch (error) {
 			if (!isConflict(error)) {
 				// Refused (an answer, not a lost one): a repeat signs anew.
-				if (order.s3 && error instanceof NodeApiError && error.httpCode) forgetLink(ctx, mark);
+				if (order.s3 && answered(error)) delete kept(ctx).signed[tag];
 				throw error as NodeApiError;
 			}
 			// The key's earlier order differs from this body only in what this execution has (its On
-			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay. An On
-			// Webhook order's events go to the execution that ordered it: this one waits another way.
+			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
 			const earlier = await orders.findTagged(tag);
-			if (earlier && isThisOrder(earlier, order, body)) {
-				return {
-					job: earlier,
-					replayed: true,
-					elsewhere:
-						order.wait === 'webhook' &&
-						earlier.options?.webhook_url !== withoutToken(body.webhook_url ?? ''),
-				};
-			}
+			if (earlier && isThisOrder(earlier, order)) return replayOf(earlier, order);
 			throw explainConflict(error, order);
 		}
 	});
 }
 
+/**
+ * POST /jobs with the key. A workspace that takes fewer metadata keys than the order's with its tag
+ * refuses it (400, nothing kept): the order goes again untagged, and so do the run's others.
+ */
 async function post(
 	ctx: IExecuteFunctions,
 	i: number,
 	body: CreateJobBody,
 	key: string,
+	orders: RunOrders,
 ): Promise<Placed> {
-	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
-		body: body as IDataObject,
-		idempotencyKey: key,
-		itemIndex: i,
-	});
-	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+	try {
+		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+			body: body as IDataObject,
+			idempotencyKey: key,
+			itemIndex: i,
+		});
+		return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
+	} catch (error) {
+		const tagged = body.metadata?.[ORDER_TAG] !== undefined;
+		const param = String((error as NodeApiError).context?.param ?? '');
+		if (!tagged || (error as NodeApiError).httpCode !== '400' || !param.startsWith('metadata'))
+			throw error as NodeApiError;
+		orders.untagged = true;
+		const metadata = { ...body.metadata };
+		delete metadata[ORDER_TAG];
+		return await post(ctx, i, { ...body, metadata }, key, orders);
+	}
 }
 
 async function placeWithoutKey(
 	ctx: IExecuteFunctions,
 	i: number,
-	body: CreateJobBody,
+	order: Order,
+	orders: RunOrders,
 ): Promise<Placed> {
-	const context = ctx.getContext('node') as IDataObject;
-	const orders = (context.captioningOrders ??= {}) as Record<string, string>;
-	const mark = `${i}:${digest(canonicalJson(body))}`;
-	if (orders[mark])
-		return { job: await readJob(ctx, orders[mark], { itemIndex: i }), replayed: true };
-	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
-		body: body as IDataObject,
-		itemIndex: i,
-	});
-	orders[mark] = response.body.id;
+	const body = { ...order.body };
+	const { uploads } = kept(ctx);
+	const mark = `${i}:${digest(canonicalJson(sameOrderBody(order)))}`;
+	if (order.file) {
+		// Kept for this execution and item only, so that a Retry On Fail sends the same order.
+		if (!uploads[mark]) {
+			const release = await orders.files.acquire(i);
+			try {
+				uploads[mark] = (await uploadFile(ctx, order.file, i)).id;
+			} finally {
+				release();
+			}
+		}
+		body.upload_id = uploads[mark];
+	}
+	if (order.s3) body.media_url = signedLink(ctx, order, mark);
+	const ordered = (ctx.getContext('node') as IDataObject).captioningOrders as
+		| Record<string, string>
+		| undefined;
+	const orderedAs = ordered?.[mark];
+	if (orderedAs) return { job: await readJob(ctx, orderedAs, { itemIndex: i }), replayed: true };
+	let response;
+	try {
+		response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+			body: body as IDataObject,
+			itemIndex: i,
+		});
+	} catch (error) {
+		throw maybeOrdered(error, body);
+	}
+	((ctx.getContext('node') as IDataObject).captioningOrders ??= {}) as Record<string, string>;
+	((ctx.getContext('node') as IDataObject).captioningOrders as Record<string, string>)[mark] =
+		response.body.id;
 	return { job: response.body, replayed: false };
-}
-
-function isConflict(error: unknown): error is NodeApiError {
-	return (
-		error instanceof NodeApiError && (error.context as IDataObject).code === 'idempotency_conflict'
-	);
-}
-
-/** A 409 idempotency_conflict says what was different, and what to do, for the key in use. */
-function explainConflict(error: unknown, order: Order): unknown {
-	if (!isConflict(error)) return error;
-	if (order.s3) {
-		const name = `s3://${order.s3.object.bucket}/${order.s3.object.key}`;
-		error.description =
-			order.idempotency === 'custom'
-				? `The Idempotency Key "${order.customKey}" was used before for a different order than ${name} with these options (or by another workflow), and no job of this object and options is among the ${LOOKUP_PAGES * 100} newest. A key names one order: use one per object (e.g. its ETag), or put a version in it (…-v2) to order again on purpose.`
-				: `${name} was ordered by this node before, but that job is not among the ${LOOKUP_PAGES * 100} newest, so it could not be answered as the replay, and the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many; to order the object again on purpose, set Idempotency to Custom Key with a new key.`;
-		return error;
-	}
-	if (order.idempotency === 'custom') {
-		error.description = order.file
-			? `The Idempotency Key "${order.customKey}" was used before for a different order: another file, or other options. A key names one order: use one per file (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order this file again on purpose.`
-			: `The Idempotency Key "${order.customKey}" was used before for a different order (another Media URL, Upload ID or other options). A key names one order: use one per media, or put a version in it (…-v2) to order again on purpose.`;
-	} else if (order.file) {
-		error.description = `This file was ordered by this node before, but that job is not among the ${LOOKUP_PAGES * 100} newest, so the order went out with a new upload and the service refused it: nothing was ordered twice. Find the first job with Job → Get Many; to order the file again on purpose, set Idempotency to Custom Key with a new key.`;
-	}
-	return error;
-}
-
-/** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
-export function replaysOf(order: Order): string {
-	if (order.idempotency === 'custom') {
-		return "With a Custom Key, every repeat (Retry On Fail, the execution's Retry, a new run) replays these orders instead of paying for them again.";
-	}
-	if (order.idempotency === 'none') {
-		return "With Idempotency None, Retry On Fail and the execution's Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.";
-	}
-	return "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
 }

@@ -1,18 +1,19 @@
-// What the orders of one node run share: the hints of files sent before, the job pages a lookup of
-// an earlier order reads (once for the whole run), and the orders under way, so that equal orders
-// of a batch are one POST.
+// What the orders of one node run share: the hints of what this node may have sent before, the
+// lookup of an earlier order by its tag, Concurrency for the files it reads, and the orders under
+// way, so that equal orders of a batch are one POST.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import type { CheckedObject } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
+import { concurrencyOf, DEFAULT_CONCURRENCY, RunConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
 import { withoutToken } from '../transport/secrets';
 import type { S3Access, S3Object } from '../transport/s3';
 import { canonicalJson, ORDER_TAG } from './keys';
-import { FileHints } from './fileHints';
+import { SentBefore } from './sentBefore';
 
-/** How far back a lookup of an earlier order reads the job list (pages of 100, newest first). */
+/** Where the service does not filter the job list by metadata: how far back a lookup reads (pages of 100). */
 export const LOOKUP_PAGES = 10;
 
 /** An item's order, checked and ready: nothing has been sent yet. */
@@ -37,65 +38,57 @@ export interface Placed {
 	elsewhere?: boolean;
 }
 
-/** What the orders of one node run share: the store, the job pages a lookup read, orders under way. */
+/** What the orders of one node run share: the hints, the lookups, the files read, the orders under way. */
 export class RunOrders {
-	readonly hints: FileHints | undefined;
-	private readonly pages: Array<Promise<{ jobs: Job[]; more: boolean }>> = [];
-	private pageReader: AsyncGenerator<Job[]> | undefined;
+	private readonly sentBefore: SentBefore | undefined;
 	private readonly underWay = new Map<string, Promise<Placed>>();
+	private fileSlots: RunConcurrency | undefined;
+	/** The workspace refused an order for one metadata key too many: the run's orders go untagged. */
+	untagged = false;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
-		this.hints = FileHints.of(ctx);
+		this.sentBefore = SentBefore.of(ctx);
 	}
 
-	/** Page n of the job list, read once for the whole run. */
-	private async page(n: number): Promise<{ jobs: Job[]; more: boolean }> {
-		this.pageReader ??= jobPages(this.ctx, {}, { position: -1 });
-		while (this.pages.length <= n) {
-			const previous = this.pages.at(-1) ?? Promise.resolve({ jobs: [], more: true });
-			const reader = this.pageReader;
-			this.pages.push(
-				previous.then(async ({ more }) => {
-					if (!more) return { jobs: [], more: false };
-					const next = await reader.next();
-					return next.done
-						? { jobs: [], more: false }
-						: { jobs: next.value, more: next.value.length > 0 };
-				}),
-			);
-		}
-		return await this.pages[n];
+	/** At most Concurrency files read at once (a probe, a hash, an upload), whatever n8n's binary mode. */
+	get files(): RunConcurrency {
+		this.fileSlots ??= new RunConcurrency(
+			concurrencyOf(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
+		);
+		return this.fileSlots;
+	}
+
+	/** Whether this node may have sent it (a tag, a file's probe) before: recorded now (one write). */
+	async maybeSent(hint: string): Promise<boolean> {
+		return this.sentBefore ? await this.sentBefore.record(hint) : true;
 	}
 
 	/**
-	 * Whether a file of this size and first MiB may have been sent by this node: n8n's deduplication
-	 * store records the probe (one write; a hint only: without it the order is still placed once).
+	 * The newest job ordered with this tag, read now: the job list filtered by the tag, which holds
+	 * it or nothing (one read). A service that does not filter lists every job: then the newest
+	 * LOOKUP_PAGES pages are searched.
 	 */
-	async maybeSent(probe: string): Promise<boolean> {
-		return this.hints ? await this.hints.seenBefore(probe) : true;
-	}
-
-	/** The newest job ordered with this order tag (orders/keys.ts), among the newest jobs. */
 	async findTagged(tag: string): Promise<Job | undefined> {
-		for (let n = 0; n < LOOKUP_PAGES; n++) {
-			const { jobs, more } = await this.page(n);
-			const hit = jobs.find((job) => job.metadata?.[ORDER_TAG] === tag);
+		let pages = 0;
+		for await (const page of jobPages(
+			this.ctx,
+			{ [`metadata[${ORDER_TAG}]`]: tag },
+			{ position: -1 },
+		)) {
+			const hit = page.find((job) => job.metadata?.[ORDER_TAG] === tag);
 			if (hit) return hit;
-			if (!more) return undefined;
+			const filtered = page.every((job) => job.metadata?.[ORDER_TAG] === tag);
+			if (filtered || ++pages >= LOOKUP_PAGES) return undefined;
 		}
 		return undefined;
 	}
 
-	/**
-	 * One POST per key and order in a run: equal orders of a batch share the first one's job (the
-	 * others as replays). The same Custom Key with another order is sent, and refused by the service.
-	 */
-	async shared(key: string, identity: string, place: () => Promise<Placed>): Promise<Placed> {
-		const mark = `${key}\n${identity}`;
-		const first = this.underWay.get(mark);
+	/** One POST per order (its tag) in a run: equal orders of a batch share the first one's job (the others as replays). */
+	async shared(tag: string, place: () => Promise<Placed>): Promise<Placed> {
+		const first = this.underWay.get(tag);
 		if (first) return { ...(await first), replayed: true };
 		const placing = place();
-		this.underWay.set(mark, placing);
+		this.underWay.set(tag, placing);
 		return await placing;
 	}
 }
@@ -107,10 +100,13 @@ export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
 	return rest;
 }
 
-/** Whether a job is this order (the source aside): title, metadata and every option the order sets. */
+/** Whether a job is this order (the source aside): title, metadata (the tag aside) and every option the order sets. */
 export function sameOrder(job: Job, body: CreateJobBody): boolean {
 	if (body.title !== undefined && job.title !== body.title) return false;
-	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
+	// The job's metadata as the order's own: without the tag the node adds.
+	const metadata = { ...(job.metadata ?? {}) };
+	delete metadata[ORDER_TAG];
+	if (canonicalJson(metadata) !== canonicalJson(body.metadata ?? {})) return false;
 	const options = (job.options ?? {}) as IDataObject;
 	const fields = [
 		'style',

@@ -74,21 +74,68 @@ function checkLink(ctx: ApiContext, url: string, itemIndex?: number): void {
 	);
 }
 
+/** How many redirects a captions link may lead through. */
+export const MAX_REDIRECTS = 5;
+
 /**
  * Downloads a captions link, as listed by the service on the job read through the API (never a
- * link from a posted event). The API key goes only to URLs under the Base URL (and then no
- * redirect is followed, and the download counts against the key's reads, at `low` priority by
- * default, after verifications and orders); any other http(s) link is fetched without it; other
- * schemes are refused.
+ * link from a posted event). The API key goes only to URLs under the Base URL, where the download
+ * counts against the key's reads (at `low` priority by default, after verifications and orders);
+ * any other http(s) link is fetched without it; other schemes are refused. Redirects are followed
+ * hop by hop (at most MAX_REDIRECTS), each hop judged afresh: one that stays under the Base URL
+ * keeps the key, one that leaves it goes without, as n8n's HTTP Request does from version 4.4 on.
  */
 export async function downloadFile(
 	ctx: ApiContext,
 	url: string,
 	options: { itemIndex?: number; priority?: Priority; retry?: Partial<RetryPolicy> } = {},
 ): Promise<Download> {
-	const { itemIndex, retry } = options;
-	checkLink(ctx, url, itemIndex);
+	const { itemIndex } = options;
 	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
+	let link = url;
+	for (let hop = 0; ; hop++) {
+		checkLink(ctx, link, itemIndex);
+		const response = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
+		const location = response.headers.location;
+		if (response.statusCode >= 300 && !location) {
+			throw new NodeOperationError(
+				ctx.getNode(),
+				`A captions link answered ${response.statusCode} without saying where to go`,
+				{
+					itemIndex,
+					description: 'Read the job again with Job → Get; if this persists, contact the service.',
+				},
+			);
+		}
+		if (response.statusCode < 300 || !location) {
+			const type = response.headers['content-type'];
+			return {
+				data: Buffer.from(response.body as ArrayBuffer),
+				contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
+			};
+		}
+		if (hop >= MAX_REDIRECTS) {
+			throw new NodeOperationError(
+				ctx.getNode(),
+				`A captions link led through more than ${MAX_REDIRECTS} redirects, so it was not followed further`,
+				{
+					itemIndex,
+					description: 'Read the job again with Job → Get; if this persists, contact the service.',
+				},
+			);
+		}
+		link = new URL(String(Array.isArray(location) ? location[0] : location), link).toString();
+	}
+}
+
+/** One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed back. */
+async function fetchOnce(
+	ctx: ApiContext,
+	url: string,
+	baseUrl: string,
+	rateLimits: Awaited<ReturnType<typeof serviceOf>>['rateLimits'],
+	options: { itemIndex?: number; priority?: Priority; retry?: Partial<RetryPolicy> },
+): Promise<IN8nHttpFullResponse> {
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',
@@ -96,7 +143,7 @@ export async function downloadFile(
 		encoding: 'arraybuffer',
 		returnFullResponse: true,
 		ignoreHttpStatusErrors: true,
-		disableFollowRedirect: withKey,
+		disableFollowRedirect: true,
 		timeout: 60000,
 	};
 	const target = withKey
@@ -105,9 +152,17 @@ export async function downloadFile(
 	const limits = withKey
 		? ({ limit: 'read', rateLimits } as const)
 		: ({ limit: 'storage' } as const);
-	const response = await sendWithRetries(
+	return await sendWithRetries(
 		ctx,
-		{ retryable: true, ...limits, priority: options.priority ?? 'low', target, itemIndex, retry },
+		{
+			retryable: true,
+			...limits,
+			priority: options.priority ?? 'low',
+			target,
+			itemIndex: options.itemIndex,
+			retry: options.retry,
+			keep: (status) => status < 400 && status !== 304,
+		},
 		async () =>
 			withKey
 				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
@@ -115,12 +170,8 @@ export async function downloadFile(
 					})) as IN8nHttpFullResponse)
 				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
 	);
-	const type = response.headers['content-type'];
-	return {
-		data: Buffer.from(response.body as ArrayBuffer),
-		contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
-	};
 }
+
 /** Creates the upload record, then PUTs the file to its presigned URL. Returns the Upload (without its URL). */
 export async function uploadFile(
 	ctx: ApiContext,

@@ -131,12 +131,14 @@ export function inPlaceReason(
 export async function waitForJobs(
 	ctx: IExecuteFunctions,
 	outputs: INodeExecutionData[],
-	options: { timeoutMinutes: number; inPlace: boolean; waiter: JobWaiter },
+	options: { timeouts: Map<number, number>; inPlace: boolean; waiter: JobWaiter },
 ): Promise<boolean> {
 	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
 	if (open.length === 0) return false;
 	if (!options.inPlace) {
-		await ctx.putExecutionToWait(new Date(Date.now() + options.timeoutMinutes * 60000));
+		// One sleep for the batch: until the longest Timeout its items ask for.
+		const minutes = Math.max(...options.timeouts.values());
+		await ctx.putExecutionToWait(new Date(Date.now() + minutes * 60000));
 		return false;
 	}
 	await Promise.all(
@@ -147,7 +149,7 @@ export async function waitForJobs(
 					item.json as unknown as Job,
 					itemIndex,
 					inPlaceWait.pollS,
-					options.timeoutMinutes,
+					options.timeouts.get(itemIndex)!,
 				);
 				item.json = {
 					...item.json,

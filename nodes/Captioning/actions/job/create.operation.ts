@@ -8,13 +8,15 @@ import type {
 import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import { inputFileField, readInputFile } from '../../media/binary';
+import { MAX_INTERVAL_SECONDS, MAX_TIMEOUT_MINUTES } from '../../waiting/poll';
 import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
 import { batchingField } from '../batching';
 import { batchOf } from '../batchState';
-import { checkCustomKey } from '../../orders/keys';
+import { canonicalJson, checkCustomKey } from '../../orders/keys';
 import type { Order } from '../../orders/runOrders';
-import { placeOrder, replaysOf } from '../../orders/place';
+import { placeOrder } from '../../orders/place';
+import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
 import {
@@ -24,7 +26,6 @@ import {
 	resumeUrlFor,
 	waitForJobs,
 } from '../../waiting/webhook';
-import { canonicalJson } from '../../orders/keys';
 import { withoutWebhookUrl } from '../../orders/runOrders';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
@@ -407,7 +408,7 @@ const properties: INodeProperties[] = [
 		displayName: 'Poll Interval (Seconds)',
 		name: 'pollInterval',
 		type: 'number',
-		typeOptions: { minValue: 1 },
+		typeOptions: { minValue: 1, maxValue: MAX_INTERVAL_SECONDS },
 		default: 30,
 		displayOptions: { show: { waitForCompletion: ['poll'] } },
 		description: 'Seconds between checks of the job',
@@ -416,11 +417,11 @@ const properties: INodeProperties[] = [
 		displayName: 'Timeout (Minutes)',
 		name: 'timeout',
 		type: 'number',
-		typeOptions: { minValue: 1 },
+		typeOptions: { minValue: 1, maxValue: MAX_TIMEOUT_MINUTES },
 		default: 120,
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
 		description:
-			"How long to wait. Poll then fails the item; On Webhook passes on the node's input items, as n8n's Wait node does when its time runs out (find the jobs later with Job → Get Many). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
+			"How long to wait, at most 35,791 minutes (24.8 days, the longest n8n's timers wait). Poll then fails the item; On Webhook waits for the whole batch until the longest Timeout of its items, then passes on the node's input items, as n8n's Wait node does when its time runs out (find the jobs later with Job → Get Many). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
 	},
 	batchingField,
 ];
@@ -488,6 +489,20 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 			description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.',
 		});
 	}
+	if (timeout > MAX_TIMEOUT_MINUTES || interval > MAX_INTERVAL_SECONDS) {
+		const [field, value, max, unit] =
+			timeout > MAX_TIMEOUT_MINUTES
+				? ['Timeout', timeout, MAX_TIMEOUT_MINUTES, 'minutes']
+				: ['Poll Interval', interval, MAX_INTERVAL_SECONDS, 'seconds'];
+		throw new NodeOperationError(
+			ctx.getNode(),
+			`${field} is ${value} ${unit}, more than the ${max.toLocaleString('en-US')} ${unit} (24.8 days) n8n's timers can wait`,
+			{
+				itemIndex: i,
+				description: `Set ${field} to at most ${max}. For jobs that may take longer, order with Don't Wait and let a Captioning Trigger start a workflow when each completes. Nothing was ordered.`,
+			},
+		);
+	}
 	return { wait, interval, timeout };
 }
 
@@ -514,8 +529,9 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	if (wait.wait === 'webhook') {
 		body.webhook_url = resumeUrlFor(this, i, body);
 		const group = sameOrderGroup(order, i);
-		const items = batchOf(this).webhookItems;
-		items.set(group, [...(items.get(group) ?? []), i]);
+		const batch = batchOf(this);
+		batch.webhookItems.set(group, [...(batch.webhookItems.get(group) ?? []), i]);
+		batch.webhookTimeouts.set(i, wait.timeout);
 		order.group = group;
 	}
 	return order;
@@ -562,7 +578,7 @@ export async function execute(
 		batch.afterRun ??= async (outputs) => {
 			const reason = inPlaceReason(outputs, batch.orderedElsewhere);
 			const waited = await waitForJobs(this, outputs, {
-				timeoutMinutes: order.timeout,
+				timeouts: batch.webhookTimeouts,
 				inPlace: reason !== undefined,
 				waiter: batch.waiter,
 			});

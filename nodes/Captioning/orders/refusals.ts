@@ -1,0 +1,69 @@
+// What the service's refusal of an order, or its silence, means for the user: a 409
+// idempotency_conflict in the words of the key in use, an order without a key that got no answer
+// (a job may exist), and which repeats replay the orders of a batch that stopped.
+import type { IDataObject } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
+
+import type { CreateJobBody } from '../model/types';
+import type { Order } from './runOrders';
+import { LOOKUP_PAGES } from './runOrders';
+import { ORDER_TAG } from './keys';
+
+/** Whether the service answered (an HTTP status): n8n names a network failure's code as httpCode too. */
+export function answered(error: unknown): boolean {
+	return error instanceof NodeApiError && /^\d{3}$/.test(String(error.httpCode ?? ''));
+}
+
+/**
+ * An order without a key that got no answer may have been placed: it is not sent again (that could
+ * pay twice), and the error says how to find the job.
+ */
+export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
+	if (!(error instanceof NodeApiError) || answered(error)) return error;
+	const named = [
+		body.title ? `the title "${body.title}"` : '',
+		body.metadata && Object.keys(body.metadata).length > 0
+			? `the metadata ${JSON.stringify(body.metadata)}`
+			: '',
+	].filter(Boolean);
+	error.description = `No answer came, so the order may have reached the service: a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
+	return error;
+}
+
+export function isConflict(error: unknown): error is NodeApiError {
+	return (
+		error instanceof NodeApiError && (error.context as IDataObject).code === 'idempotency_conflict'
+	);
+}
+
+/**
+ * A 409 idempotency_conflict says what was different, and what to do, for the key in use: a Custom
+ * Key used for another order; with Automatic, an earlier order of this node that its tag did not
+ * find (ordered untagged, or older than the lookup reaches where the service does not filter).
+ */
+export function explainConflict(error: unknown, order: Order): unknown {
+	if (!isConflict(error)) return error;
+	const media = order.s3
+		? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
+		: order.file
+			? 'this file'
+			: order.body.upload_id !== undefined
+				? `upload ${order.body.upload_id}`
+				: `${order.body.media_url}`;
+	error.description =
+		order.idempotency === 'custom'
+			? `The Idempotency Key "${order.customKey}" was used before for a different order than ${media} with these options (or by another workflow). A key names one order: use one per media (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order again on purpose. Nothing was ordered twice.`
+			: `This node ordered ${media} before, but that job was not found by its ${ORDER_TAG} tag (an order placed untagged, or older than the newest ${LOOKUP_PAGES * 100} jobs where the service does not filter the job list), so the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many; to order it again on purpose, set Idempotency to Custom Key with a new key.`;
+	return error;
+}
+
+/** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
+export function replaysOf(order: Order): string {
+	if (order.idempotency === 'custom') {
+		return "With a Custom Key, every repeat (Retry On Fail, the execution's Retry, a new run) replays these orders instead of paying for them again.";
+	}
+	if (order.idempotency === 'none') {
+		return "With Idempotency None, Retry On Fail and the execution's Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.";
+	}
+	return "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
+}
