@@ -162,3 +162,35 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
 		},
 	};
 }
+
+/** A stream of n8n's binary store as closing it goes: Node's Readable. */
+interface Closable {
+	closed?: boolean;
+	destroy(): void;
+	once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * The file, each stream it opens kept: `close` ends every one still open (a probe that stopped
+ * early, an upload whose request ended before the stream did) and resolves once each has closed,
+ * so a slot for files is free only when its file is no longer read.
+ */
+export function closingReads(file: InputFile): { file: InputFile; close: () => Promise<void> } {
+	const opened: Closable[] = [];
+	const open = async (): Promise<FileBody> => {
+		const body = await file.open();
+		if (!Buffer.isBuffer(body)) opened.push(body as unknown as Closable);
+		return body;
+	};
+	const close = async () => {
+		await Promise.all(
+			opened.splice(0).map(async (stream) => {
+				if (stream.closed) return;
+				const closed = new Promise<void>((resolve) => stream.once('close', resolve));
+				stream.destroy();
+				await closed;
+			}),
+		);
+	};
+	return { file: { ...file, open }, close };
+}

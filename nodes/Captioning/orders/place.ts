@@ -98,17 +98,14 @@ async function readFile(
 	const { digests } = kept(ctx);
 	const known = file.binaryId ? digests[file.binaryId] : undefined;
 	if (known) return { sha: known, maybeSent: true };
-	const release = await orders.files.acquire(i);
-	try {
-		const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
-		if (await orders.maybeSent(`probe ${await fileProbe(file)}`))
-			return { sha: remember(await fileSha256(file)), maybeSent: true };
-		const hashing = hashingReads(file);
+	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
+	return await orders.readingFile(i, file, async (reading) => {
+		if (await orders.maybeSent(`probe ${await fileProbe(reading)}`))
+			return { sha: remember(await fileSha256(reading)), maybeSent: true };
+		const hashing = hashingReads(reading);
 		const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
 		return { sha: remember(hashing.sha256()), maybeSent: false, uploadId };
-	} finally {
-		release();
-	}
+	});
 }
 
 /** Whether the earlier job is this order: its media (a file by its tag) and its options, the Webhook URL aside. */
@@ -148,14 +145,13 @@ async function bodyOf(
 	if (!orders.untagged) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (order.file) {
 		const { uploads } = kept(ctx);
-		if (!uploads[tag]) {
-			const release = uploadId ? () => {} : await orders.files.acquire(i);
-			try {
-				uploads[tag] = uploadId ?? (await uploadFile(ctx, order.file, i)).id;
-			} finally {
-				release();
-			}
-		}
+		uploads[tag] ??=
+			uploadId ??
+			(await orders.readingFile(
+				i,
+				order.file,
+				async (file) => (await uploadFile(ctx, file, i)).id,
+			));
 		body.upload_id = uploads[tag];
 	}
 	if (order.s3) body.media_url = signedLink(ctx, order, tag);
@@ -245,14 +241,11 @@ async function placeWithoutKey(
 	const mark = `${i}:${digest(canonicalJson(sameOrderBody(order)))}`;
 	if (order.file) {
 		// Kept for this execution and item only, so that a Retry On Fail sends the same order.
-		if (!uploads[mark]) {
-			const release = await orders.files.acquire(i);
-			try {
-				uploads[mark] = (await uploadFile(ctx, order.file, i)).id;
-			} finally {
-				release();
-			}
-		}
+		uploads[mark] ??= await orders.readingFile(
+			i,
+			order.file,
+			async (file) => (await uploadFile(ctx, file, i)).id,
+		);
 		body.upload_id = uploads[mark];
 	}
 	if (order.s3) body.media_url = signedLink(ctx, order, mark);

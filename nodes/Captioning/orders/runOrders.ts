@@ -4,6 +4,7 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
+import { closingReads } from '../media/binary';
 import type { CheckedObject } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
 import { concurrencyOf, DEFAULT_CONCURRENCY, RunConcurrency } from '../transport/concurrency';
@@ -50,12 +51,26 @@ export class RunOrders {
 		this.sentBefore = SentBefore.of(ctx);
 	}
 
-	/** At most Concurrency files read at once (a probe, a hash, an upload), whatever n8n's binary mode. */
-	get files(): RunConcurrency {
+	/**
+	 * Reads a file (a probe, a hash, an upload) in one of Concurrency slots, whatever n8n's binary
+	 * mode: the slot is free once every stream of the file has closed.
+	 */
+	async readingFile<T>(
+		i: number,
+		file: InputFile,
+		read: (file: InputFile) => Promise<T>,
+	): Promise<T> {
 		this.fileSlots ??= new RunConcurrency(
 			concurrencyOf(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
 		);
-		return this.fileSlots;
+		const release = await this.fileSlots.acquire(i);
+		const reads = closingReads(file);
+		try {
+			return await read(reads.file);
+		} finally {
+			await reads.close();
+			release();
+		}
 	}
 
 	/** Whether this node may have sent it (a tag, a file's probe) before: recorded now (one write). */
