@@ -28,15 +28,16 @@ function take(
 	n: number,
 	priority: 'high' | 'normal' | 'low' = 'normal',
 	maxWaitMs = 5 * 60000,
+	limit: 'read' | 'write' = 'read',
 ) {
 	const start = Date.now();
 	const granted: number[] = [];
 	const errors: Error[] = [];
 	const all = Array.from({ length: n }, async () => {
 		try {
-			const done = await pace.turn('read', priority, ++seq, maxWaitMs);
+			const done = await pace.turn(limit, priority, ++seq, maxWaitMs);
 			granted.push(Date.now() - start);
-			pace.observe('read', 200, undefined);
+			pace.observe(limit, 200, undefined);
 			done();
 		} catch (error) {
 			errors.push(error as Error);
@@ -153,6 +154,27 @@ test("a 503's Retry-After holds the key as a 429's does", async () => {
 	const read = take(pace, 1);
 	await read.settled;
 	expect(read.granted).toEqual([0]);
+});
+
+test("a 503's hold ends when a request of its limit succeeds meanwhile (the service serves again); a 429's does not", async () => {
+	const pace = new KeyRateLimits();
+	pace.observe('write', 503, 5000);
+	const write = take(pace, 1, 'normal', 5 * 60000, 'write');
+	await jest.advanceTimersByTimeAsync(1000);
+	// A write under way when the 503 came is answered 201.
+	pace.observe('write', 201, undefined);
+	await jest.advanceTimersByTimeAsync(0);
+	await write.settled;
+	expect(write.granted).toEqual([1000]);
+	// A 429 during a 503's hold makes it a 429's: a success no longer ends it.
+	pace.observe('read', 503, 5000);
+	pace.observe('read', 429, 5000);
+	const read = take(pace, 1);
+	await jest.advanceTimersByTimeAsync(1000);
+	pace.observe('read', 200, undefined);
+	await jest.advanceTimersByTimeAsync(4000);
+	await read.settled;
+	expect(read.granted).toEqual([5000]);
 });
 
 test("one cap per key: a request that waits only briefly does not make the service's wait a refusal for the others", async () => {

@@ -2,7 +2,8 @@
 // - Shared: every request sent with one API key to one Base URL in this n8n process (any
 //   workflow, any run) waits for its turn here, reads under one RateLimit, writes under another.
 // - Held: a 429 or a 503 holds its limit for every request until its Retry-After has passed (a 503
-//   without one: the interface's 5 s); a later answer asking longer extends the hold.
+//   without one: the interface's 5 s); a later answer asking longer extends the hold. A hold that
+//   only 503s began ends when a request of the limit succeeds meanwhile: the service serves again.
 // - Capped by the key: no hold is longer than `maxHoldMs`. A longer Retry-After is not held: the
 //   requests waiting fail at once, and so do those that come before it has passed, naming the wait.
 // - Learned: after a 429, requests go a tenth above the rate the service let through since it last
@@ -81,6 +82,8 @@ class RateLimit {
 	private refusedUntil = 0;
 	private refusal?: ServiceAskedToWait;
 	private lastUsed = Date.now();
+	/** The hold in place began with a 503 and no 429 came since: a success ends it. */
+	private heldForUnavailable = false;
 
 	/**
 	 * Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer
@@ -125,7 +128,10 @@ class RateLimit {
 				const now = Date.now();
 				const at = Math.max(this.next, this.holdUntil);
 				if (at > now) {
-					await sleep(at - now);
+					// Until then, or until a success ends a 503's hold.
+					const woken = new AbortController();
+					this.wake = () => woken.abort();
+					await sleep(at - now, woken.signal).catch(() => {});
 					continue;
 				}
 				const waiting = takeFirst(this.queue, rateLimitSettings.ageMs);
@@ -174,6 +180,12 @@ class RateLimit {
 				(1000 / this.intervalMs + (this.increase * Math.min(1000, now - this.lastPassed)) / 1000);
 		this.lastPassed = now;
 		this.allowed = Math.min(rateLimitSettings.inFlight, this.allowed + 1 / this.allowed);
+		if (this.heldForUnavailable && now < this.holdUntil) {
+			this.holdUntil = now;
+			this.next = now + this.intervalMs;
+			this.wake?.();
+		}
+		this.heldForUnavailable = false;
 	}
 
 	/** A Retry-After (429 or 503): held for every request, extended by a longer one; refused past the cap. */
@@ -198,6 +210,7 @@ class RateLimit {
 
 	limited(retryAfterMs: number): void {
 		const windowMs = Date.now() - this.windowStart + retryAfterMs;
+		this.heldForUnavailable = false;
 		// During a hold: requests that were under way when it began, whose 429s teach no new rate.
 		if (this.hold(retryAfterMs) !== 'held') return;
 		// The rate the service let through: the requests since it last resumed, over that time plus
@@ -216,7 +229,8 @@ class RateLimit {
 
 	unavailable(retryAfterMs: number): void {
 		this.allowed = Math.max(1, this.allowed / 2);
-		this.hold(retryAfterMs);
+		const held = Date.now() < this.holdUntil;
+		if (this.hold(retryAfterMs) !== 'refused' && !held) this.heldForUnavailable = true;
 	}
 
 	/** Whether the service has asked this limit to wait longer than it holds (requests fail unsent). */
