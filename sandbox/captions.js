@@ -244,4 +244,4 @@ function render(job, format) {
 	return Buffer.isBuffer(out) ? out : Buffer.from(out, 'utf8');
 }
 
-module.exports = { render, FORMATS, CONTENT_TYPES, crc32 };
+module.exports = { render, FORMATS, CONTENT_TYPES, RENDERERS, crc32 };

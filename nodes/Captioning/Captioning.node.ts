@@ -12,6 +12,7 @@ import { NodeConnectionTypes } from 'n8n-workflow';
 import * as account from './actions/account';
 import * as job from './actions/job';
 import { searchJobs } from './listing/jobSearch';
+import { formatNames } from './model/types';
 import { resume } from './waiting/resume';
 import { router } from './actions/router';
 import * as upload from './actions/upload';
@@ -29,13 +30,11 @@ export class Captioning implements INodeType {
 		// behind a new version, as n8n's own nodes do (CONTRIBUTING, "Versions").
 		version: 1,
 		subtitle: '={{$parameter["operation"] + ": " + $parameter["resource"]}}',
-		description:
-			'Upload media, order captions (SRT, VTT, TXT, DOCX, JSON) and read jobs from the captioning service',
+		description: `Upload media, order captions (${formatNames()}) and read jobs from the captioning service`,
 		defaults: { name: 'Captioning' },
 		// For n8n's AI workflow builder (2.x; 1.x ignores it): the Drive template's shape.
 		builderHint: {
-			searchHint:
-				'Captions and transcripts for videos and audio (SRT, VTT, TXT, DOCX, JSON). For "caption every new video in a folder": a Google Drive Trigger (file created in the folder), Google Drive Download, this node Job → Create from the Binary File with Idempotency Custom Key from the Drive file ID and Wait for Completion On Webhook, then Job → Get Captions, then Google Drive Upload of the SRT into the video\'s folder. Videos in S3: Source S3 Object.',
+			searchHint: `Captions and transcripts for videos and audio (${formatNames()}). For "caption every new video in a folder": a Google Drive Trigger (file created in the folder), Google Drive Download, this node Job → Create from the Binary File with Idempotency Custom Key from the Drive file ID and Wait for Completion On Webhook, then Job → Get Captions, then Google Drive Upload of the SRT into the video's folder. Videos in S3: Source S3 Object.`,
 			relatedNodes: [
 				{
 					nodeType: 'n8n-nodes-base.googleDriveTrigger',

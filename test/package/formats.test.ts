@@ -12,6 +12,7 @@ import { CAPTION_FORMATS } from '../../nodes/Captioning/model/types';
 const sandbox = require('../../sandbox/captions') as {
 	FORMATS: string[];
 	CONTENT_TYPES: Record<string, string>;
+	RENDERERS: Record<string, unknown>;
 };
 
 const formats = Object.keys(CAPTION_FORMATS).sort();
@@ -26,6 +27,7 @@ test('the panel offers every format, by its label', () => {
 
 test('the sandbox renders every format, with the type the node gives the file', () => {
 	expect([...sandbox.FORMATS].sort()).toEqual(formats);
+	expect(Object.keys(sandbox.RENDERERS).sort()).toEqual(formats);
 	for (const [format, { mimeType }] of Object.entries(CAPTION_FORMATS)) {
 		expect(sandbox.CONTENT_TYPES[format].split(';')[0]).toBe(mimeType);
 	}
@@ -43,4 +45,28 @@ test.each([
 		.map((m) => m[1].toLowerCase())
 		.sort();
 	expect(named).toEqual(formats);
+});
+
+test('docs/operations.md names every format with the type the node gives the file', () => {
+	const text = readFileSync(path.join(root, 'docs/operations.md'), 'utf8').replace(/\n/g, ' ');
+	const sentence = /Formats: (.*?)\. File names/.exec(text)?.[1] ?? '';
+	const named = [...sentence.matchAll(/\b([A-Z]+) \(`([^`]+)`\)/g)].map((m) => [
+		m[1].toLowerCase(),
+		m[2],
+	]);
+	expect(named.map(([format]) => format).sort()).toEqual(formats);
+	for (const [format, mimeType] of named)
+		expect(mimeType).toBe(CAPTION_FORMATS[format as keyof typeof CAPTION_FORMATS].mimeType);
+});
+
+test('README names the text formats Item JSON (Text) puts in the JSON', () => {
+	const line = readFileSync(path.join(root, 'README.md'), 'utf8')
+		.split('\n')
+		.find((l) => l.startsWith('**Item JSON (Text)** puts'));
+	const named = [...(line ?? '').matchAll(/`(?:caption_text)?\.(\w+)`/g)].map((m) => m[1]).sort();
+	const text = Object.entries(CAPTION_FORMATS)
+		.filter(([, f]) => f.json === 'text')
+		.map(([format]) => format)
+		.sort();
+	expect(named).toEqual(text);
 });

@@ -11,6 +11,9 @@ import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import { startS3 } from '../helpers/s3Bucket';
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { FORMATS } = require('../../sandbox/captions') as { FORMATS: string[] };
+
 let sb: Sandbox;
 
 beforeAll(async () => {
@@ -391,7 +394,7 @@ describe('job lifecycle (part 3, DESIGN)', () => {
 			progress: 100,
 			completed_at: expect.any(String),
 		});
-		expect(Object.keys(done.captions).sort()).toEqual(['docx', 'json', 'srt', 'txt', 'vtt']);
+		expect(Object.keys(done.captions).sort()).toEqual([...FORMATS].sort());
 	});
 
 	test('caption files are real SRT, VTT, TXT, JSON and DOCX', async () => {

@@ -7,7 +7,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
 import type { CaptionFormat, Job } from '../model/types';
-import { CAPTION_FORMATS } from '../model/types';
+import { CAPTION_FORMATS, textFormatNames } from '../model/types';
 
 const FORMATS = Object.keys(CAPTION_FORMATS) as CaptionFormat[];
 
@@ -47,8 +47,7 @@ export const captionsAsField: INodeProperties = {
 		{
 			name: 'Item JSON (Text)',
 			value: 'json',
-			description:
-				'The text in caption_text.srt, .vtt and .txt; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions',
+			description: `The text in caption_text${textFormatNames()}; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions`,
 		},
 		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
 	],

@@ -26,6 +26,20 @@ export const CAPTION_FORMATS = {
 } as const;
 export type CaptionFormat = keyof typeof CAPTION_FORMATS;
 
+/** The formats by their short names, as a sentence lists them: `SRT, VTT, TXT, DOCX or JSON`. */
+export function formatNames(last: ', ' | ' or ' | ' and ' = ', '): string {
+	const names = Object.values(CAPTION_FORMATS).map((f) => f.label.split(' ')[0]);
+	return `${names.slice(0, -1).join(', ')}${last}${names[names.length - 1]}`;
+}
+
+/** The extensions of the formats whose text goes into the item's JSON: `.srt, .vtt and .txt`. */
+export function textFormatNames(): string {
+	const names = Object.entries(CAPTION_FORMATS)
+		.filter(([, f]) => f.json === 'text')
+		.map(([format]) => `.${format}`);
+	return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 

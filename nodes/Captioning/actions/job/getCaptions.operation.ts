@@ -16,6 +16,7 @@ import {
 	formatsField,
 } from '../../captions';
 import type { CaptionFormat } from '../../model/types';
+import { formatNames } from '../../model/types';
 import { jobIdField } from './common';
 import { getJob, getJobId } from './get.operation';
 
@@ -53,7 +54,7 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Downl
 	if (!formats.length) {
 		throw new NodeOperationError(this.getNode(), 'No format is selected', {
 			itemIndex: i,
-			description: 'Choose at least one of SRT, VTT, TXT, DOCX or JSON in Formats.',
+			description: `Choose at least one of ${formatNames(' or ')} in Formats.`,
 		});
 	}
 	const as = captionsAsFor(this, i);

@@ -1,5 +1,6 @@
 import type { INodeProperties } from 'n8n-workflow';
 
+import { formatNames } from '../../model/types';
 import * as create from './create.operation';
 import * as get from './get.operation';
 import * as getAll from './getAll.operation';
@@ -31,8 +32,7 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Get Captions',
 				value: 'getCaptions',
-				description:
-					'Download the captions of a completed job as files (SRT, VTT, TXT, DOCX, JSON), or as text in the item (the transcript an AI Agent reads)',
+				description: `Download the captions of a completed job as files (${formatNames()}), or as text in the item (the transcript an AI Agent reads)`,
 				action: 'Get captions of a job as transcript text or files',
 			},
 			{
