@@ -44,6 +44,7 @@ export class RunOrders {
 	private readonly sentBefore: SentBefore | undefined;
 	private readonly underWay = new Map<string, Promise<Placed>>();
 	private fileSlots: RunConcurrency | undefined;
+	private readonly wholeFileSlot = new RunConcurrency(1);
 	/** The workspace refused an order for one metadata key too many: the run's orders go untagged. */
 	untagged = false;
 
@@ -53,7 +54,9 @@ export class RunOrders {
 
 	/**
 	 * Reads a file (a probe, a hash, an upload) in one of Concurrency slots, whatever n8n's binary
-	 * mode: the slot is free once every stream of the file has closed.
+	 * mode: the slot is free once every stream of the file has closed. A file in n8n's database
+	 * mode (queue mode's default) is loaded whole for any read, several times its size on the way
+	 * from Postgres: those are read one at a time.
 	 */
 	async readingFile<T>(
 		i: number,
@@ -63,7 +66,8 @@ export class RunOrders {
 		this.fileSlots ??= new RunConcurrency(
 			concurrencyOf(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
 		);
-		const release = await this.fileSlots.acquire(i);
+		const slots = file.binaryId?.startsWith('database:') ? this.wholeFileSlot : this.fileSlots;
+		const release = await slots.acquire(i);
 		const reads = closingReads(file);
 		try {
 			return await read(reads.file);
