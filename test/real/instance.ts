@@ -2,7 +2,15 @@
 // this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
 // self-signed certificate, driven through its CLI and REST API.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+	closeSync,
+	mkdirSync,
+	mkdtempSync,
+	openSync,
+	readFileSync,
+	rmSync,
+	writeFileSync,
+} from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -332,19 +340,39 @@ export async function createN8n(
 		port,
 		url: `https://127.0.0.1:${port}`,
 		async cli(args) {
+			// Each n8n process starts a task broker: a CLI run beside the server needs a port of its own.
+			const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
+			// Its output goes to a file: n8n 1.122.5 exits before a pipe has taken a large output (an
+			// execution with a file inline was cut at the pipe's 64 KiB).
+			const out = path.join(
+				userFolder,
+				`cli-${Date.now()}-${Math.random().toString(36).slice(2)}.out`,
+			);
+			const fd = openSync(out, 'w');
 			try {
-				// Each n8n process starts a task broker: a CLI run beside the server needs a port of its own.
-				const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
-				return await run(path.join(install.nodeBin, 'node'), [bin, ...args], {
+				const child = spawn(path.join(install.nodeBin, 'node'), [bin, ...args], {
 					env,
-					maxBuffer: 64 * 1024 * 1024,
-					timeout: 10 * 60 * 1000,
+					stdio: ['ignore', fd, 'pipe'],
 				});
-			} catch (error) {
-				const e = error as { stdout?: string; stderr?: string; message: string };
-				throw new Error(
-					`n8n ${args[0]} failed: ${e.message}\n${String(e.stdout ?? '').slice(-3000)}\n${String(e.stderr ?? '').slice(-2000)}`,
+				let stderr = '';
+				child.stderr?.on(
+					'data',
+					(d: Buffer) => (stderr = (stderr + d.toString()).slice(-64 * 1024)),
 				);
+				const killer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
+				const code = await new Promise<number | null>((resolve, reject) => {
+					child.on('error', reject);
+					child.on('close', resolve);
+				}).finally(() => clearTimeout(killer));
+				const stdout = readFileSync(out, 'utf8');
+				if (code !== 0)
+					throw new Error(
+						`n8n ${args[0]} failed: exit code ${code}\n${stdout.slice(-3000)}\n${stderr.slice(-2000)}`,
+					);
+				return { stdout, stderr };
+			} finally {
+				closeSync(fd);
+				rmSync(out, { force: true });
 			}
 		},
 		start: async () => await main.start(),
