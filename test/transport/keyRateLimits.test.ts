@@ -140,9 +140,14 @@ test('a longer Retry-After that comes during a hold extends it', async () => {
 	expect(after.granted).toEqual([5000]);
 });
 
-test("a 503's Retry-After holds the key as a 429's does", async () => {
+test("a 503's Retry-After holds the key as a 429's does from the third 503 in a row (no success between); fewer hold nothing", async () => {
 	const pace = new KeyRateLimits();
 	pace.observe('write', 503, 3000);
+	pace.observe('write', 503, 3000);
+	const alone = take(pace, 1, 'normal', 5 * 60000, 'write');
+	await alone.settled;
+	expect(alone.granted).toEqual([0]);
+	for (let n = 0; n < 3; n++) pace.observe('write', 503, 3000);
 	const write = pace.turn('write', 'normal', ++seq, 5 * 60000).then((done) => {
 		done();
 		return Date.now();
@@ -158,7 +163,7 @@ test("a 503's Retry-After holds the key as a 429's does", async () => {
 
 test("a 503's hold ends when a request of its limit succeeds meanwhile (the service serves again); a 429's does not", async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('write', 503, 5000);
+	for (let n = 0; n < 3; n++) pace.observe('write', 503, 5000);
 	const write = take(pace, 1, 'normal', 5 * 60000, 'write');
 	await jest.advanceTimersByTimeAsync(1000);
 	// A write under way when the 503 came is answered 201.
@@ -167,7 +172,7 @@ test("a 503's hold ends when a request of its limit succeeds meanwhile (the serv
 	await write.settled;
 	expect(write.granted).toEqual([1000]);
 	// A 429 during a 503's hold makes it a 429's: a success no longer ends it.
-	pace.observe('read', 503, 5000);
+	for (let n = 0; n < 3; n++) pace.observe('read', 503, 5000);
 	pace.observe('read', 429, 5000);
 	const read = take(pace, 1);
 	await jest.advanceTimersByTimeAsync(1000);

@@ -1,9 +1,10 @@
 // The service's rate limits, as this package keeps them. The rule:
 // - Shared: every request sent with one API key to one Base URL in this n8n process (any
 //   workflow, any run) waits for its turn here, reads under one RateLimit, writes under another.
-// - Held: a 429 or a 503 holds its limit for every request until its Retry-After has passed (a 503
-//   without one: the interface's 5 s); a later answer asking longer extends the hold. A hold that
-//   only 503s began ends when a request of the limit succeeds meanwhile: the service serves again.
+// - Held: a 429 holds its limit for every request until its Retry-After has passed; so does the
+//   third 503 of the limit in a row, no success between (the service is unavailable, not a request
+//   unlucky; without Retry-After: the interface's 5 s). A later answer asking longer
+//   extends a hold; a hold only 503s began ends when a request of the limit succeeds meanwhile.
 // - Capped by the key: no hold is longer than `maxHoldMs`. A longer Retry-After is not held: the
 //   requests waiting fail at once, and so do those that come before it has passed, naming the wait.
 // - Learned: after a 429, requests go a tenth above the rate the service let through since it last
@@ -11,8 +12,7 @@
 // - A 503 also halves how many requests may be under way at once; each success grows it back.
 // - Waiting requests go by priority, then in the order they came, and move up as they wait; each
 //   fails unsent at its deadline. A request is sent at most its policy's attempts (retries.ts).
-// A node run's own Concurrency is concurrency.ts. Rate limits nobody used for a while are forgotten.
-// Storage hosts (presigned uploads, captions on another host) have no rate limit of the service.
+// A run's Concurrency: concurrency.ts. Unused rate limits are forgotten; storage hosts have none.
 import type { Waiting } from './queue';
 import {
 	joinLine,
@@ -84,6 +84,8 @@ class RateLimit {
 	private lastUsed = Date.now();
 	/** The hold in place began with a 503 and no 429 came since: a success ends it. */
 	private heldForUnavailable = false;
+	/** 503s since the last success: one is its request's (which waits its Retry-After), three the service's. */
+	private unavailableInARow = 0;
 
 	/**
 	 * Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer
@@ -186,6 +188,7 @@ class RateLimit {
 			this.wake?.();
 		}
 		this.heldForUnavailable = false;
+		this.unavailableInARow = 0;
 	}
 
 	/** A Retry-After (429 or 503): held for every request, extended by a longer one; refused past the cap. */
@@ -229,6 +232,7 @@ class RateLimit {
 
 	unavailable(retryAfterMs: number): void {
 		this.allowed = Math.max(1, this.allowed / 2);
+		if (++this.unavailableInARow < 3) return;
 		const held = Date.now() < this.holdUntil;
 		if (this.hold(retryAfterMs) !== 'refused' && !held) this.heldForUnavailable = true;
 	}

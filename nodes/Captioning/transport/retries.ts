@@ -175,7 +175,8 @@ class Attempts {
 		const { ctx, options, policy, limit } = this;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		// The key's rate limit holds every request for a 429's or a 503's Retry-After (rateLimits.ts).
+		// The key's rate limit holds every request for a 429's Retry-After, and for a 503's once the
+		// service is unavailable (rateLimits.ts); the request a 503 answered waits its own Retry-After.
 		const held = limit ? options.rateLimits!.observe(limit, status, retryAfter) : true;
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') =>
@@ -183,10 +184,8 @@ class Attempts {
 		const retryable = status === 429 || status >= 500;
 		if (!retryable || attempt >= policy.maxAttempts) throw fail();
 		if (!options.retryable) throw fail('once');
-		if ((status === 429 || status === 503) && limit) {
-			if (!held) throw fail('asked');
-			return 0; // it goes again in its turn, once the hold has passed
-		}
+		if ((status === 429 || status === 503) && limit && !held) throw fail('asked');
+		if (status === 429 && limit) return 0; // it goes again in its turn, once the hold has passed
 		const delay =
 			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
 		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');
