@@ -3,7 +3,7 @@
 // - the execution of a poll that reports 300 completed jobs of an hour each with all five formats
 //   attached, against the sandbox in a process of its own: this process's RSS growth while the
 //   captions are downloaded into n8n's binary store (filesystem mode).
-import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node';
+import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { pollTrigger } from '../../test/engine/polling';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Section } from '../support';
