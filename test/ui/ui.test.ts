@@ -367,16 +367,28 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		).toBeGreaterThanOrEqual(2);
 		await picture('nodes-panel', page.getByTestId('node-creator'));
 		await page.keyboard.press('Escape');
+		await page.getByTestId('node-creator').waitFor({ state: 'hidden' });
 
 		await openWorkflow('uiEveryOperation');
-		await node('AI Agent')
-			.locator(
-				'[data-test-id="canvas-node-input-handle"][data-connection-type="ai_tool"] [data-test-id="canvas-handle-plus"]',
-			)
-			.click();
-		expect(await search('Caption', ['Captioning Tool'])).toContain('Captioning Tool');
+		const toolHandle = node('AI Agent').locator(
+			'[data-test-id="canvas-node-input-handle"][data-connection-type="ai_tool"] [data-test-id="canvas-handle-plus"]',
+		);
+		// A click while the canvas still settles can open the regular panel (2 of about 20 CI runs):
+		// close it and click the handle again, up to three times.
+		let names: string[] = [];
+		for (let attempt = 0; attempt < 3 && !names.includes('Captioning Tool'); attempt++) {
+			if (attempt > 0) {
+				await page.keyboard.press('Escape');
+				await page.getByTestId('node-creator').waitFor({ state: 'hidden' });
+				await page.waitForTimeout(1000);
+			}
+			await toolHandle.click();
+			names = await search('Caption', ['Captioning Tool']);
+		}
+		expect(names).toContain('Captioning Tool');
+		expect(names).not.toContain('Captioning Polling');
 		await page.keyboard.press('Escape');
-	});
+	}, 180000);
 
 	test("Captioning Tool (Get Captions for an AI Agent): its panel shows the tool's description, the Job ID from the model, and Put Captions In", async () => {
 		await openWorkflow('uiEveryOperation');
