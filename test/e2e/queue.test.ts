@@ -22,11 +22,10 @@ import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import { executionsApi } from '../real/executions';
 import type { N8n, N8nProcess } from '../real/instance';
-import { createN8n, freePort, installN8n, tempFolder, tempJson, tls } from '../real/instance';
-import type { Service } from '../real/services';
-import { ensurePackages, startPostgres, startRedis } from '../real/services';
+import { installN8n, tempFolder, tempJson } from '../real/instance';
+import type { QueueCluster } from '../real/queueMode';
+import { chain, postJson, rssMiB, startQueueCluster } from '../real/queueMode';
 import { batchWaitWorkflow } from '../real/workflows';
-import { request } from 'undici';
 
 const VERSION = '2.41.1';
 const TRIGGER_WEBHOOK_ID = '3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a';
@@ -78,27 +77,6 @@ const twoWorkerUrls = (batch: string) =>
 		{ length: TWO_WORKERS.items },
 		(_, n) => `https://media.example.com/queue-${batch}-${n}.mp4`,
 	);
-
-type Step = [name: string, type: string, typeVersion: number, parameters: object, extra?: object];
-
-/** A workflow whose nodes run one after the other, left to right. */
-function chain(id: string, name: string, steps: Step[]): string {
-	const nodes = steps.map(([stepName, type, typeVersion, parameters, extra], i) => ({
-		id: `${id}-${i}`,
-		name: stepName,
-		type,
-		typeVersion,
-		parameters,
-		position: [i * 200, 0],
-		...extra,
-	}));
-	const connections = Object.fromEntries(
-		nodes
-			.slice(0, -1)
-			.map((n, i) => [n.name, { main: [[{ node: nodes[i + 1].name, type: 'main', index: 0 }]] }]),
-	);
-	return tempJson(`${id}.json`, { id, name, nodes, connections });
-}
 
 /** Webhook → Read Files from Disk (a glob) → Job → Create (v1.1, upload, Poll) → Get Captions → Write. */
 function batchWorkflow(id: string, glob: string, out: string): string {
@@ -207,18 +185,8 @@ function s3ObjectWorkflow(id: string, bucket: string, key: string): string {
 	]);
 }
 
-/** Resident memory of a process, from /proc (MiB). */
-function rssMiB(pid: number | undefined): number {
-	if (!pid) return 0;
-	const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-		.split('\n')
-		.find((l) => l.startsWith('VmRSS:'));
-	return line ? Number(line.replace(/\D+/g, '')) / 1024 : 0;
-}
-
 describe(`n8n ${VERSION} in queue mode`, () => {
-	let pg: Service;
-	let redis: Service;
+	let cluster: QueueCluster;
 	let sb: Sandbox;
 	let n8n: N8n;
 	let hooks: N8nProcess[] = [];
@@ -238,18 +206,6 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		);
 		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
 	};
-	const logs = () =>
-		[n8n, ...hooks, ...workers]
-			.map(
-				(p) =>
-					`--- ${'process' in p ? 'main' : p.command} ---\n${p
-						.log()
-						.split('\n')
-						.filter((l) => !/^ - N8N_|deprecat|license SDK/i.test(l))
-						.join('\n')
-						.slice(-2500)}`,
-			)
-			.join('\n');
 	const waitFor = async <T>(probe: () => Promise<T | undefined>, ms = 60000): Promise<T> => {
 		const deadline = Date.now() + ms;
 		for (;;) {
@@ -263,22 +219,12 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 					)
 					.join('\n');
 				const service = `uploads ${sb.ledger.uploads.length} (complete ${sb.ledger.uploads.filter((u) => u.complete).length}), jobs ${sb.ledger.jobs.length}, requests ${sb.ledger.requests.length}, the last:\n${requests}`;
-				throw new Error(`timed out; the service saw ${service}\nlast log lines:\n${logs()}`);
+				throw new Error(
+					`timed out; the service saw ${service}\nlast log lines:\n${cluster.logs()}`,
+				);
 			}
 			await new Promise((r) => setTimeout(r, 300));
 		}
-	};
-	/** Which worker ran (or resumed) an execution, from n8n's own log line. */
-	const ranOn = (executionId: string) =>
-		workers.filter((w) => w.log().includes(`Worker started execution ${executionId} `));
-	const post = async (base: string, pathname: string, body: unknown) => {
-		const res = await request(`${base}${pathname}`, {
-			method: 'POST',
-			dispatcher: tls,
-			headers: { 'content-type': 'application/json' },
-			body: JSON.stringify(body),
-		});
-		return { status: res.statusCode, text: await res.body.text() };
 	};
 	const order = async (body: Record<string, unknown>) => {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
@@ -291,37 +237,12 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 
 	beforeAll(
 		async () => {
-			await ensurePackages();
-			const [install, postgres, redisServer] = await Promise.all([
-				installN8n(VERSION),
-				startPostgres(),
-				startRedis(),
-			]);
-			pg = postgres;
-			redis = redisServer;
 			sb = await createSandbox({
 				timing: { queuedMs: 300, processingMs: 1500 },
 				webhook: { ca: tlsPair().cert },
 			});
 			s3 = await startS3();
 			await s3.putLarge('lectures/semester.mp4', S3_OBJECT_BYTES);
-			const hookPorts = [await freePort(), await freePort()];
-			n8n = await createN8n(install, [work], {
-				DB_TYPE: 'postgresdb',
-				DB_POSTGRESDB_HOST: '127.0.0.1',
-				DB_POSTGRESDB_PORT: String(pg.port),
-				DB_POSTGRESDB_DATABASE: 'n8n',
-				DB_POSTGRESDB_USER: 'n8n',
-				DB_POSTGRESDB_PASSWORD: '',
-				EXECUTIONS_MODE: 'queue',
-				QUEUE_BULL_REDIS_HOST: '127.0.0.1',
-				QUEUE_BULL_REDIS_PORT: String(redis.port),
-				// Production webhooks only on the webhook processes; the URLs n8n hands out point at the first.
-				N8N_DISABLE_PRODUCTION_MAIN_PROCESS: 'true',
-				WEBHOOK_URL: `https://127.0.0.1:${hookPorts[0]}/`,
-				N8N_BINARY_DATA_DATABASE_MAX_FILE_SIZE: String(DB_MAX_FILE_MIB),
-				N8N_ENCRYPTION_KEY: 'queue-mode-e2e-encryption-key',
-			});
 			for (const dir of ['captions', 'polled', 'waited', 'batch', 'batch-out', 'big'])
 				mkdirSync(path.join(work, dir), { recursive: true });
 			for (let i = 0; i < 20; i++)
@@ -333,10 +254,16 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			writeFileSync(path.join(work, 'big', 'over-limit.mp4'), '');
 			truncateSync(path.join(work, 'big', 'over-limit.mp4'), (DB_MAX_FILE_MIB + 2) * 1024 * 1024);
 
-			// The first CLI run creates n8n's tables in Postgres; the processes start on a ready database.
-			await n8n.cli([
-				'import:credentials',
-				`--input=${tempJson('credentials.json', [
+			cluster = await startQueueCluster({
+				install: await installN8n(VERSION),
+				fileAccess: [work],
+				env: {
+					N8N_BINARY_DATA_DATABASE_MAX_FILE_SIZE: String(DB_MAX_FILE_MIB),
+					N8N_ENCRYPTION_KEY: 'queue-mode-e2e-encryption-key',
+				},
+				webhookProcesses: 2,
+				workers: 2,
+				credentials: [
 					{
 						id: 'captioningSandbox',
 						name: 'captioningSandbox',
@@ -362,84 +289,71 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 							forcePathStyle: true,
 						},
 					},
-				])}`,
-			]);
-			const webhookBase = `https://127.0.0.1:${hookPorts[0]}`;
-			const polling = JSON.parse(
-				readFileSync(
-					example('poll-finished-jobs', 'wfQueuePolling1', work, webhookBase, 'captioningPoller'),
-					'utf8',
-				),
-			) as { nodes: Node[] };
-			polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
-			const workflows: Array<[string, string]> = [
-				['wfQueueStore001', example('store-captions', 'wfQueueStore001', work, webhookBase)],
-				[
-					'wfQueueWaitHook',
-					example('order-and-wait-webhook', 'wfQueueWaitHook', work, webhookBase),
 				],
-				[
-					'wfQueueBatch001',
-					batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`),
-				],
-				['wfQueuePolling1', tempJson('poll.json', polling)],
-				['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
-				[
-					'wfQueueS3Object',
-					s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4'),
-				],
-				[
-					'wfQueueBatchHook',
-					batchWaitWorkflow(
-						'wfQueueBatchHook',
-						'queue-batch-wait',
-						batchWaitUrls,
-						30,
-						'captioningSandbox',
-					),
-				],
-				[
-					'wfQueueTwoA0001',
-					batchWaitWorkflow(
-						'wfQueueTwoA0001',
-						'queue-two-a',
-						twoWorkerUrls('a'),
-						10,
-						'captioningSandbox',
-						{},
-						{ waitForCompletion: 'none' },
-					),
-				],
-				[
-					'wfQueueTwoB0001',
-					batchWaitWorkflow(
-						'wfQueueTwoB0001',
-						'queue-two-b',
-						twoWorkerUrls('b'),
-						10,
-						'captioningSandbox',
-						{},
-						{ waitForCompletion: 'none' },
-					),
-				],
-			];
-			for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
-			for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
-
-			hooks = await Promise.all(
-				hookPorts.map((port) => n8n.process('webhook', { N8N_PORT: String(port) })),
-			);
-			workers = await Promise.all([n8n.process('worker'), n8n.process('worker')]);
-			await Promise.all([
-				n8n.start(),
-				...hooks.map((h) => h.start()),
-				...workers.map((w) => w.start()),
-			]);
+				workflows: (webhookBase) => {
+					const polling = JSON.parse(
+						readFileSync(
+							example(
+								'poll-finished-jobs',
+								'wfQueuePolling1',
+								work,
+								webhookBase,
+								'captioningPoller',
+							),
+							'utf8',
+						),
+					) as { nodes: Node[] };
+					polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
+					return [
+						['wfQueueStore001', example('store-captions', 'wfQueueStore001', work, webhookBase)],
+						[
+							'wfQueueWaitHook',
+							example('order-and-wait-webhook', 'wfQueueWaitHook', work, webhookBase),
+						],
+						[
+							'wfQueueBatch001',
+							batchWorkflow('wfQueueBatch001', `${work}/batch/*.mp4`, `${work}/batch-out`),
+						],
+						['wfQueuePolling1', tempJson('poll.json', polling)],
+						['wfQueueBigFile1', bigFileWorkflow('wfQueueBigFile1', `${work}/big/over-limit.mp4`)],
+						[
+							'wfQueueS3Object',
+							s3ObjectWorkflow('wfQueueS3Object', s3.bucket, 'lectures/semester.mp4'),
+						],
+						[
+							'wfQueueBatchHook',
+							batchWaitWorkflow(
+								'wfQueueBatchHook',
+								'queue-batch-wait',
+								batchWaitUrls,
+								30,
+								'captioningSandbox',
+							),
+						],
+						...(['a', 'b'] as const).map((batch): [string, string] => {
+							const id = `wfQueueTwo${batch.toUpperCase()}0001`;
+							return [
+								id,
+								batchWaitWorkflow(
+									id,
+									`queue-two-${batch}`,
+									twoWorkerUrls(batch),
+									10,
+									'captioningSandbox',
+									{},
+									{ waitForCompletion: 'none' },
+								),
+							];
+						}),
+					];
+				},
+			});
+			({ n8n, hooks, workers } = cluster);
 			// Main activates published workflows after it answers (their webhooks go into Postgres for the
 			// webhook processes): until then the webhook processes answer 404.
 			await waitFor(
 				async () =>
-					(await Promise.all(hooks.map((h) => post(h.url, triggerPath, {})))).every(
+					(await Promise.all(hooks.map((h) => postJson(h.url, triggerPath, {})))).every(
 						(r) => r.status !== 404,
 					)
 						? true
@@ -462,9 +376,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	);
 
 	afterAll(async () => {
-		await Promise.all([...workers, ...hooks].map((p) => p.stop()));
-		await n8n?.stop();
-		await Promise.all([pg?.stop(), redis?.stop()]);
+		await cluster?.stop();
 		await sb?.close();
 		await s3?.close();
 	}, 120000);
@@ -491,10 +403,10 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			return list.length && list.every((e) => e.status === 'success') ? list : undefined;
 		});
 		expect(runs).toHaveLength(1);
-		expect(ranOn(runs[0].id)).toHaveLength(1);
+		expect(cluster.ranOn(runs[0].id)).toHaveLength(1);
 		expect(hooks[0].log()).not.toMatch(/Worker started execution/);
 
-		const forged = await post(hooks[1].url, triggerPath, {
+		const forged = await postJson(hooks[1].url, triggerPath, {
 			id: 'evt_forged',
 			object: 'event',
 			type: 'job.completed',
@@ -502,7 +414,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			data: { ...sb.job(id), id: 'job_forged_0001' },
 		});
 		expect(forged.status).toBeGreaterThanOrEqual(400);
-		const onMain = await post(n8n.url, triggerPath, {
+		const onMain = await postJson(n8n.url, triggerPath, {
 			id: 'evt_x',
 			object: 'event',
 			type: 'job.completed',
@@ -518,7 +430,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		sb.setTiming(null); // the job completes when this test says, after the worker is gone
 		let first: N8nProcess | undefined;
 		try {
-			const res = await post(hooks[0].url, '/webhook/captioning-order', {
+			const res = await postJson(hooks[0].url, '/webhook/captioning-order', {
 				media_url: 'https://media.example.com/all-hands.mp4',
 				title: 'All Hands',
 			});
@@ -532,7 +444,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			const waiting = await waitFor(async () =>
 				(await executions('wfQueueWaitHook')).find((e) => e.status === 'waiting'),
 			);
-			first = ranOn(waiting.id)[0];
+			first = cluster.ranOn(waiting.id)[0];
 			expect(first).toBeDefined();
 			await first.stop();
 
@@ -563,7 +475,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		sb.setTiming(null);
 		let first: N8nProcess | undefined;
 		try {
-			expect((await post(hooks[1].url, '/webhook/queue-batch-wait', {})).status).toBe(200);
+			expect((await postJson(hooks[1].url, '/webhook/queue-batch-wait', {})).status).toBe(200);
 			const jobs = await waitFor(async () => {
 				const found = batchWaitUrls.map((url) =>
 					sb.ledger.jobs.find((j) => j.body.media_url === url),
@@ -575,7 +487,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			const waiting = await waitFor(async () =>
 				(await executions('wfQueueBatchHook')).find((e) => e.status === 'waiting'),
 			);
-			first = ranOn(waiting.id)[0];
+			first = cluster.ranOn(waiting.id)[0];
 			expect(first).toBeDefined();
 			await first.stop();
 			// The service delivers to the URL it was given (the first webhook process); the last two
@@ -588,7 +500,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			const direct = await Promise.all(
 				last.map(
 					async (job, n) =>
-						await post(hooks[1].url, ownPath, {
+						await postJson(hooks[1].url, ownPath, {
 							id: `evt_queue_direct_${n}`,
 							object: 'event',
 							type: 'job.completed',
@@ -625,7 +537,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	test('a batch of 20 files of 5 MiB: every file uploaded and ordered once on a worker, every caption file written', async () => {
 		const uploadsBefore = sb.ledger.uploads.length;
 		const jobsBefore = sb.ledger.jobs.length;
-		expect((await post(hooks[0].url, '/webhook/caption-folder', {})).status).toBe(200);
+		expect((await postJson(hooks[0].url, '/webhook/caption-folder', {})).status).toBe(200);
 		const run = await waitFor(
 			async () =>
 				(await executions('wfQueueBatch001')).find(
@@ -634,7 +546,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			180000,
 		);
 		expect(run.status).toBe('success');
-		expect(ranOn(run.id)).toHaveLength(1);
+		expect(cluster.ranOn(run.id)).toHaveLength(1);
 		const uploads = sb.ledger.uploads.slice(uploadsBefore);
 		expect(uploads.map((u) => u.filename).sort()).toEqual(
 			Array.from({ length: 20 }, (_, i) => `clip-${String(i).padStart(2, '0')}.mp4`),
@@ -668,11 +580,11 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				data: sb.completeJob(id),
 			};
 			const since = await newestId();
-			const answers = await Promise.all(hooks.map((h) => post(h.url, triggerPath, event)));
+			const answers = await Promise.all(hooks.map((h) => postJson(h.url, triggerPath, event)));
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
 			// A later copy, at either process, is a duplicate or (the other process not knowing of the
 			// first yet) starts an execution that the worker may find already ran.
-			const late = await post(hooks[i % 2].url, triggerPath, event);
+			const late = await postJson(hooks[i % 2].url, triggerPath, event);
 			expect(late.status).toBe(200);
 			const all = await waitFor(async () => {
 				const list = await jobsByExecution('wfQueueStore001', 'Captions Ready', since);
@@ -693,7 +605,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 
 	test("a file over the database mode's limit is refused where n8n stores it, before anything reaches the service", async () => {
 		const uploadsBefore = sb.ledger.uploads.length;
-		expect((await post(hooks[0].url, '/webhook/too-big', {})).status).toBe(200);
+		expect((await postJson(hooks[0].url, '/webhook/too-big', {})).status).toBe(200);
 		const run = await waitFor(
 			async () => (await executions('wfQueueBigFile1')).find((e) => e.status === 'error'),
 			120000,
@@ -715,7 +627,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			50,
 		);
 		try {
-			expect((await post(hooks[0].url, '/webhook/s3-object', {})).status).toBe(200);
+			expect((await postJson(hooks[0].url, '/webhook/s3-object', {})).status).toBe(200);
 			const run = await waitFor(
 				async () =>
 					(await executions('wfQueueS3Object')).find(
@@ -724,7 +636,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				120000,
 			);
 			expect(run.status).toBe('success');
-			expect(ranOn(run.id)).toHaveLength(1);
+			expect(cluster.ranOn(run.id)).toHaveLength(1);
 		} finally {
 			clearInterval(sampler);
 		}
@@ -781,8 +693,8 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		try {
 			const started = Date.now();
 			const answers = await Promise.all([
-				post(hooks[0].url, '/webhook/queue-two-a', {}),
-				post(hooks[1].url, '/webhook/queue-two-b', {}),
+				postJson(hooks[0].url, '/webhook/queue-two-a', {}),
+				postJson(hooks[1].url, '/webhook/queue-two-b', {}),
 			]);
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
 			const runs = await waitFor(async () => {
@@ -797,7 +709,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 			const last = Math.max(...orders.map((r) => r.at));
 			const floorSeconds = (2 * TWO_WORKERS.items) / TWO_WORKERS.writeLimit;
 			const seconds = (last - started) / 1000;
-			const workersUsed = new Set(runs.map((run) => ranOn(run.id)[0]));
+			const workersUsed = new Set(runs.map((run) => cluster.ranOn(run.id)[0]));
 			console.log(
 				`queue mode: two batches of ${TWO_WORKERS.items} ordered at once on ${workersUsed.size} workers at ${TWO_WORKERS.writeLimit} writes/s: ${orders.length} orders sent, ${refused} answered 429 (share ${(refused / orders.length).toFixed(3)}); the last order ${seconds.toFixed(1)} s after the start, floor ${floorSeconds} s (${(seconds / floorSeconds).toFixed(2)}×)`,
 			);

@@ -368,7 +368,7 @@ async function main(): Promise<number> {
 					data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
 				},
 			],
-			workflows: [
+			workflows: () => [
 				[
 					WARM_WORKFLOW,
 					workflow(

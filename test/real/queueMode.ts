@@ -1,6 +1,6 @@
-// n8n in queue mode for scripts outside jest (test/real/queueBinary.ts): Postgres 15 and Redis 7 from
+// n8n in queue mode (test/e2e/queue.test.ts, test/real/queueBinary.ts): Postgres 15 and Redis 7 from
 // Debian's packages, a main process with production webhooks off, webhook processes (HTTPS) and
-// workers, as test/e2e/queue.test.ts sets them up (copied from its beforeAll, which stays as it is).
+// workers.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -36,8 +36,11 @@ export interface QueueClusterOptions {
 	workers?: number;
 	/** n8n's credential import format (id, name, type, data). */
 	credentials: object[];
-	/** Workflow files (each with its id) to import and publish before the processes start. */
-	workflows: Array<[id: string, file: string]>;
+	/**
+	 * Workflow files (each with its id) to import and publish before the processes start, given the
+	 * first webhook process's address (the one n8n hands out in webhook URLs).
+	 */
+	workflows: (webhookBase: string) => Array<[id: string, file: string]>;
 }
 
 /**
@@ -80,8 +83,9 @@ export async function startQueueCluster(options: QueueClusterOptions): Promise<Q
 			'import:credentials',
 			`--input=${tempJson('credentials.json', options.credentials)}`,
 		]);
-		for (const [, file] of options.workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
-		for (const [id] of options.workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
+		const workflows = options.workflows(`https://127.0.0.1:${hookPorts[0]}`);
+		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
+		for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		const main = n8n;
 		hooks = await Promise.all(
 			hookPorts.map(async (port) => await main.process('webhook', { N8N_PORT: String(port) })),
