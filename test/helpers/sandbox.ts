@@ -1,4 +1,5 @@
 // Typed access to the sandbox (plain JavaScript, a dev tool) for the tests.
+import { forgetMetadataLimits } from '../../nodes/Captioning/orders/metadataLimits';
 import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -170,5 +171,6 @@ export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}
 		sandbox.setCreationTime(null);
 		// Each test starts with the service's limits unknown, as a fresh n8n process would.
 		forgetRateLimits();
+		forgetMetadataLimits();
 	});
 }

@@ -361,7 +361,7 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 });
 
 describe("the order's tag never costs the user an order", () => {
-	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed)', async () => {
+	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed), the refusal learned once', async () => {
 		const limits = sb.limits as { metadataKeysMax: number };
 		const max = limits.metadataKeysMax;
 		limits.metadataKeysMax = 5;
@@ -383,6 +383,17 @@ describe("the order's tag never costs the user an order", () => {
 				jobs: 1,
 				charges: 1,
 			});
+			// The workspace refused the tag once; this process does not send it again with 6 keys...
+			const posts = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
+			expect(posts.map((r) => r.status)).toEqual([400, 201, 200]);
+			// ...while an order with fewer keys still fits its tag, and a repeat finds it by the tag.
+			const fewer = create({ options: { metadata: { pair: metadata.pair.slice(0, 3) } } });
+			const tagged = await runCaptioning(sb, fewer, { input: urls(['three-keys']), workflowId });
+			expect(sb.ledger.jobs[1].body.metadata).toHaveProperty('n8n_order');
+			sb.forgetIdempotencyKeys();
+			const found = await runCaptioning(sb, fewer, { input: urls(['three-keys']), workflowId });
+			expect(found.items[0].json.id).toBe(tagged.items[0].json.id);
+			expect(sb.ledger.jobs).toHaveLength(2);
 		} finally {
 			limits.metadataKeysMax = max;
 		}

@@ -17,10 +17,12 @@ import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
+import { serviceOf } from '../transport/service';
 import { answered, explainConflict, isConflict, maybeOrdered } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
 import { sameOrder, withoutWebhookUrl } from './runOrders';
 import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
+import { tagFits, tagRefused } from './metadataLimits';
 
 const HOUR = 3600 * 1000;
 
@@ -142,7 +144,9 @@ async function bodyOf(
 	uploadId?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
-	if (!orders.untagged) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
+	const { identity } = await serviceOf(ctx, i);
+	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
+	if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
 	if (order.file) {
 		const { uploads } = kept(ctx);
 		uploads[tag] ??=
@@ -178,13 +182,7 @@ export async function placeOrder(
 			if (earlier && isThisOrder(earlier, order)) return replayOf(earlier, order);
 		}
 		try {
-			return await post(
-				ctx,
-				i,
-				await bodyOf(ctx, i, order, tag, orders, file?.uploadId),
-				key,
-				orders,
-			);
+			return await post(ctx, i, await bodyOf(ctx, i, order, tag, orders, file?.uploadId), key);
 		} catch (error) {
 			if (!isConflict(error)) {
 				// Refused (an answer, not a lost one): a repeat signs anew.
@@ -202,14 +200,14 @@ export async function placeOrder(
 
 /**
  * POST /jobs with the key. A workspace that takes fewer metadata keys than the order's with its tag
- * refuses it (400, nothing kept): the order goes again untagged, and so do the run's others.
+ * refuses it (400, nothing kept): the order goes again untagged, and once that is taken, orders
+ * with as many keys go untagged at once (metadataLimits.ts).
  */
 async function post(
 	ctx: IExecuteFunctions,
 	i: number,
 	body: CreateJobBody,
 	key: string,
-	orders: RunOrders,
 ): Promise<Placed> {
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
@@ -223,10 +221,11 @@ async function post(
 		const param = String((error as NodeApiError).context?.param ?? '');
 		if (!tagged || (error as NodeApiError).httpCode !== '400' || !param.startsWith('metadata'))
 			throw error as NodeApiError;
-		orders.untagged = true;
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
-		return await post(ctx, i, { ...body, metadata }, key, orders);
+		const placed = await post(ctx, i, { ...body, metadata }, key);
+		tagRefused((await serviceOf(ctx, i)).identity, Object.keys(body.metadata!).length);
+		return placed;
 	}
 }
 

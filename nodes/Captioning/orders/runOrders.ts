@@ -45,8 +45,6 @@ export class RunOrders {
 	private readonly underWay = new Map<string, Promise<Placed>>();
 	private fileSlots: RunConcurrency | undefined;
 	private readonly wholeFileSlot = new RunConcurrency(1);
-	/** The workspace refused an order for one metadata key too many: the run's orders go untagged. */
-	untagged = false;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
 		this.sentBefore = SentBefore.of(ctx);

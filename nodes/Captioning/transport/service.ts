@@ -31,6 +31,8 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
 export interface Service {
 	baseUrl: string;
+	/** A digest of the key and the Base URL: what this process learns of them is kept by it. */
+	identity: string;
 	rateLimits: KeyRateLimits;
 }
 
@@ -79,7 +81,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const identity = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
-	return { baseUrl, rateLimits: rateLimitsFor(identity) };
+	return { baseUrl, identity, rateLimits: rateLimitsFor(identity) };
 }
 
 /**
