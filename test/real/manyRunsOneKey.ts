@@ -54,6 +54,8 @@ export interface SharedKeyResult {
 	/** Reads and writes the service let through. */
 	reads: number;
 	writes: number;
+	/** The reads let through, by the sandbox's route (a job, a list, a caption file). */
+	readsByRoute: Record<string, number>;
 	/** From the moment it all started until the last request arrived. */
 	seconds: number;
 	/** max(reads / read limit, writes / write limit). */
@@ -118,6 +120,9 @@ export async function runSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise
 		const requests = sb.ledger.requests.filter((r) => r.keyName === 'full');
 		const passed = requests.filter((r) => r.status !== 429);
 		const reads = passed.filter((r) => r.method === 'GET').length;
+		const readsByRoute: Record<string, number> = {};
+		for (const r of passed.filter((p) => p.method === 'GET'))
+			readsByRoute[r.route ?? r.path] = (readsByRoute[r.route ?? r.path] ?? 0) + 1;
 		const writes = passed.filter((r) => r.method === 'POST').length;
 		const last = Math.max(...requests.map((r) => r.at));
 		return {
@@ -125,6 +130,7 @@ export async function runSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise
 			refused: requests.length - passed.length,
 			reads,
 			writes,
+			readsByRoute,
 			seconds: (last - started) / 1000,
 			floorSeconds: Math.max(reads / SHARED.readLimit, writes / SHARED.writeLimit),
 			burstExecutions: burst.executions,
