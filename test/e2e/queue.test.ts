@@ -36,12 +36,6 @@ const DB_MAX_FILE_MIB = 512;
 /** The S3 Object the workers order although it is four times the limit. */
 const S3_OBJECT_BYTES = 2 * 1024 ** 3;
 
-interface Execution {
-	id: string;
-	workflowId: string;
-	status: string;
-}
-
 type Node = {
 	name: string;
 	type: string;
@@ -199,13 +193,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	const work = tempFolder('captioning-queue-');
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
-	const executions = async (workflowId: string) => {
-		const res = await n8n.rest<{ results?: Execution[] } | Execution[]>(
-			'GET',
-			`/executions?filter=${encodeURIComponent(JSON.stringify({ workflowId }))}`,
-		);
-		return Array.isArray(res.body) ? res.body : (res.body.results ?? []);
-	};
+	const { executions } = executionsApi(() => n8n);
 	const waitFor = async <T>(probe: () => Promise<T | undefined>, ms = 60000): Promise<T> => {
 		const deadline = Date.now() + ms;
 		for (;;) {
