@@ -19,6 +19,9 @@ async function main() {
 		},
 		// Lets n8n's self-signed HTTPS webhook receive events on a developer machine.
 		webhook: { rejectUnauthorized: arg('webhook-tls-verify', 'true') !== 'false' },
+		// Extensions of the interface as written, off by default (sandbox/routes.js, listJobs).
+		listMetadataFilter: arg('list-metadata-filter', 'false') === 'true',
+		listLagMs: Number(arg('list-lag-ms', 0)),
 	});
 	// A service that far away: every API request waits this long before it is handled.
 	sandbox.setLatency(Number(arg('latency-ms', 0)));

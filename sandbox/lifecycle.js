@@ -227,6 +227,7 @@ function createJobs(ctx) {
 				created_at: ctx.creationTime ?? new Date().toISOString(),
 				completed_at: null,
 			},
+			createdMs: Date.now(),
 		};
 		ws.jobs.set(id, job);
 		ledger.jobs.push({ id, workspaceId: ws.id, body, idempotencyKey: idempotencyKey ?? null });

@@ -140,7 +140,20 @@ function createRoutes(ctx) {
 		return job;
 	}
 
+	/**
+	 * GET /jobs as shared/DESIGN.md assumes it: `limit`, `starting_after` and `status`, any other
+	 * parameter refused (400 unknown_parameter). Extensions, each off unless its option is set:
+	 * `listMetadataFilter` (metadata[<key>]=<value>), `listLagMs` (a job enters the list that long
+	 * after its creation; it can be read by id at once).
+	 */
 	function listJobs(key, query) {
+		for (const name of query.keys()) {
+			const known =
+				['limit', 'starting_after', 'status'].includes(name) ||
+				(ctx.options.listMetadataFilter && /^metadata\[.+\]$/.test(name));
+			if (!known)
+				throw new ApiError(400, 'unknown_parameter', `unknown query parameter ${name}`, name);
+		}
 		const limit = query.has('limit') ? Number(query.get('limit')) : 10;
 		if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
 			throw new ApiError(
@@ -161,7 +174,10 @@ function createRoutes(ctx) {
 		}
 		// Newest first. The interface does not order jobs created at the same instant: the newest
 		// order first, or (while tests fix the creation time) by id.
-		let jobs = [...key.workspace.jobs.values()].filter((j) => !j.hidden).reverse();
+		const listedBefore = Date.now() - (ctx.options.listLagMs ?? 0);
+		let jobs = [...key.workspace.jobs.values()]
+			.filter((j) => !j.hidden && (j.createdMs ?? 0) <= listedBefore)
+			.reverse();
 		if (ctx.creationTime)
 			jobs.sort(
 				(a, b) =>
@@ -180,7 +196,7 @@ function createRoutes(ctx) {
 			jobs = jobs.slice(i + 1);
 		}
 		if (status !== null) jobs = jobs.filter((j) => j.view.status === status);
-		// metadata[<key>]=<value>: only jobs whose metadata has that key with that value.
+		// listMetadataFilter: metadata[<key>]=<value>, only jobs whose metadata has that key with that value.
 		for (const [name, value] of query) {
 			const m = /^metadata\[(.+)\]$/.exec(name);
 			if (m) jobs = jobs.filter((j) => j.view.metadata?.[m[1]] === value);

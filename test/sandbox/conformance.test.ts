@@ -663,6 +663,55 @@ describe('read endpoints (DESIGN assumptions)', () => {
 		},
 	);
 
+	test('GET /jobs refuses any parameter DESIGN.md does not name (400 unknown_parameter), a metadata filter included', async () => {
+		const res = await fetch(`${ws.baseUrl}/jobs?metadata[n8n_order]=x`, {
+			headers: { authorization: `Bearer ${ws.keys.full}` },
+		});
+		expect(res.status).toBe(400);
+		expect(((await res.json()) as { error: object }).error).toEqual({
+			code: 'unknown_parameter',
+			message: 'unknown query parameter metadata[n8n_order]',
+			param: 'metadata[n8n_order]',
+		});
+	});
+
+	test('extensions behind options: listMetadataFilter filters by metadata, listLagMs lists a job only that long after its creation', async () => {
+		const ext = await createSandbox({ timing: null, listMetadataFilter: true, listLagMs: 2000 });
+		try {
+			const order = async (metadata: object) =>
+				(await (
+					await fetch(`${ext.baseUrl}/jobs`, {
+						method: 'POST',
+						headers: {
+							authorization: `Bearer ${ext.keys.full}`,
+							'content-type': 'application/json',
+						},
+						body: JSON.stringify({ media_url: MEDIA, metadata }),
+					})
+				).json()) as { id: string };
+			const list = async (qs = '') =>
+				(
+					(await (
+						await fetch(`${ext.baseUrl}/jobs${qs}`, {
+							headers: { authorization: `Bearer ${ext.keys.full}` },
+						})
+					).json()) as { data: Array<{ id: string }> }
+				).data.map((j) => j.id);
+			const a = await order({ tag: 'a' });
+			const b = await order({ tag: 'b' });
+			expect(await list()).toEqual([]);
+			const byId = await fetch(`${ext.baseUrl}/jobs/${a.id}`, {
+				headers: { authorization: `Bearer ${ext.keys.full}` },
+			});
+			expect(byId.status).toBe(200);
+			await new Promise((resolve) => setTimeout(resolve, 2100));
+			expect(await list()).toEqual([b.id, a.id]);
+			expect(await list('?metadata[tag]=a')).toEqual([a.id]);
+		} finally {
+			await ext.close();
+		}
+	});
+
 	test('GET /account has workspace, key and billing', async () => {
 		expect(await get('/account')).toEqual({
 			object: 'account',

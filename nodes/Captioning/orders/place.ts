@@ -1,11 +1,12 @@
 // Placing an order once (docs/paying-once.md). A keyed order has one name, its tag (orders/keys.ts),
-// carried in its metadata: the service's job list is the record of what was ordered. A repeat (a
-// retry, the execution's Retry, a re-run, a schedule) that finds the earlier order of its tag gets
-// that job back without a second POST, so paying once never rests on how long the service keeps an
-// Idempotency-Key; a first order looks nothing up (n8n's deduplication store says this node never
-// sent it), and the key still guards its POST. A file is read (probed, hashed, uploaded) within the
-// run's Concurrency; the node context keeps, by tag, what a Retry needs (the upload, when an S3 link
-// was signed), never the order itself.
+// carried in its metadata: the service's job list is the record of what was ordered. A first order
+// looks nothing up (n8n's deduplication store says this node never sent it) and its POST carries
+// the Idempotency-Key, which the service is relied on to keep only for that request's own retries.
+// A repeat (Retry On Fail, the execution's Retry, a re-run, a schedule) looks for the earlier job
+// among the newest jobs and gets it back without a second POST; where it is not found, the order
+// may have been placed all the same, so the repeat stops with an error and never pays again. A file
+// is read (probed, hashed, uploaded) within the run's Concurrency; the node context keeps, by tag,
+// what a Retry needs (the upload, when an S3 link was signed), never the order itself.
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
@@ -18,7 +19,7 @@ import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
 import { serviceOf } from '../transport/service';
-import { answered, explainConflict, isConflict, maybeOrdered } from './refusals';
+import { answered, explainConflict, isConflict, maybeOrdered, notFound } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
 import { sameOrder, withoutWebhookUrl } from './runOrders';
 import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
@@ -78,17 +79,17 @@ function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key: strin
 	return { key, tag: orderTag(key, identity) };
 }
 
-/** A file as a keyed order reads it: its SHA-256, whether it may have been sent, and its upload if it was not. */
+/** A file as a keyed order reads it: its SHA-256, and its upload where it was never sent. */
 interface ReadFile {
 	sha: string;
-	maybeSent: boolean;
 	uploadId?: string;
 }
 
 /**
  * A keyed Binary File order's file, within the run's Concurrency for files. The size and first MiB,
  * recorded in n8n's deduplication store (a hint), tell a file never sent (uploaded at once, hashed
- * on its way: one read) from one that may have been (hashed first: its repeat is looked up by tag).
+ * on its way: one read) from one that may have been (hashed first, uploaded only if its order was
+ * never sent).
  * A file with a binary-store id is hashed once an execution.
  */
 async function readFile(
@@ -99,24 +100,30 @@ async function readFile(
 ): Promise<ReadFile> {
 	const { digests } = kept(ctx);
 	const known = file.binaryId ? digests[file.binaryId] : undefined;
-	if (known) return { sha: known, maybeSent: true };
+	if (known) return { sha: known };
 	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
 	return await orders.readingFile(i, file, async (reading) => {
 		if (await orders.maybeSent(`probe ${await fileProbe(reading)}`))
-			return { sha: remember(await fileSha256(reading)), maybeSent: true };
+			return { sha: remember(await fileSha256(reading)) };
 		const hashing = hashingReads(reading);
 		const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
-		return { sha: remember(hashing.sha256()), maybeSent: false, uploadId };
+		return { sha: remember(hashing.sha256()), uploadId };
 	});
 }
 
-/** Whether the earlier job is this order: its media (a file by its tag) and its options, the Webhook URL aside. */
-function isThisOrder(job: Job, order: Order): boolean {
+/**
+ * Whether a job is this order: its tag names the whole order. An order the workspace took untagged
+ * (one metadata key too many) counts by its media and options, the Webhook URL aside; a file by
+ * the upload this execution made for it.
+ */
+function isThisOrder(ctx: IExecuteFunctions, job: Job, order: Order, tag: string): boolean {
+	const jobTag = job.metadata?.[ORDER_TAG];
+	if (jobTag !== undefined) return jobTag === tag;
 	const { body } = order;
 	const media = order.s3
 		? job.media?.url === order.s3.checked!.url
 		: order.file
-			? true
+			? job.media?.upload_id === kept(ctx).uploads[tag]
 			: body.upload_id !== undefined
 				? job.media?.upload_id === body.upload_id
 				: job.media?.url === body.media_url;
@@ -162,10 +169,14 @@ async function bodyOf(
 	return body;
 }
 
+/** Whether the service refused the order (a 4xx other than a 409): nothing was ordered. */
+const refused = (error: unknown) =>
+	answered(error) && !isConflict(error) && String((error as NodeApiError).httpCode).startsWith('4');
+
 /**
- * Sends the order once. With a key: a repeat that finds its earlier order gets it back unsent;
- * otherwise the POST, which the key guards. Without one, a Retry On Fail (or the execution's Retry)
- * reads back the job this execution already ordered.
+ * Sends the order once. With a key: a repeat gets its earlier order back unsent, or stops where
+ * that is not found; a first order is POSTed, guarded by the key. Without one, a Retry On Fail (or
+ * the execution's Retry) reads back the job this execution already ordered.
  */
 export async function placeOrder(
 	ctx: IExecuteFunctions,
@@ -176,23 +187,32 @@ export async function placeOrder(
 	if (order.idempotency === 'none') return await placeWithoutKey(ctx, i, order, orders);
 	const file = order.file ? await readFile(ctx, i, order.file, orders) : undefined;
 	const { key, tag } = keyOf(ctx, order, file?.sha);
+	const thisOrder = (job: Job) => isThisOrder(ctx, job, order, tag);
 	return await orders.shared(tag, async () => {
-		if (file ? file.maybeSent : await orders.maybeSent(`order ${tag}`)) {
-			const earlier = await orders.findTagged(tag);
-			if (earlier && isThisOrder(earlier, order)) return replayOf(earlier, order);
+		const hint = `order ${tag}`;
+		if (await orders.maybeSent(hint)) {
+			const earlier = await orders.earlier(thisOrder);
+			if (earlier) return replayOf(earlier, order);
+			throw notFound(ctx, i, order, tag);
+		}
+		let body: CreateJobBody;
+		try {
+			body = await bodyOf(ctx, i, order, tag, orders, file?.uploadId);
+		} catch (error) {
+			await orders.notSent(hint);
+			throw error;
 		}
 		try {
-			return await post(ctx, i, await bodyOf(ctx, i, order, tag, orders, file?.uploadId), key);
+			return await post(ctx, i, body, key);
 		} catch (error) {
-			if (!isConflict(error)) {
-				// Refused (an answer, not a lost one): a repeat signs anew.
-				if (order.s3 && answered(error)) delete kept(ctx).signed[tag];
-				throw error as NodeApiError;
-			}
+			// Refused: nothing was ordered, so a repeat is a first order again (an S3 link signed anew).
+			if (refused(error)) await orders.notSent(hint);
+			if (order.s3 && answered(error) && !isConflict(error)) delete kept(ctx).signed[tag];
+			if (!isConflict(error)) throw error;
 			// The key's earlier order differs from this body only in what this execution has (its On
 			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
-			const earlier = await orders.findTagged(tag);
-			if (earlier && isThisOrder(earlier, order)) return replayOf(earlier, order);
+			const earlier = await orders.earlier(thisOrder, true);
+			if (earlier) return replayOf(earlier, order);
 			throw explainConflict(error, order);
 		}
 	});

@@ -1,8 +1,8 @@
 // What the service's refusal of an order, or its silence, means for the user: a 409
 // idempotency_conflict in the words of the key in use, an order without a key that got no answer
 // (a job may exist), and which repeats replay the orders of a batch that stopped.
-import type { IDataObject } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { CreateJobBody } from '../model/types';
 import type { Order } from './runOrders';
@@ -36,24 +36,52 @@ export function isConflict(error: unknown): error is NodeApiError {
 	);
 }
 
+/** The order's media, as the user named it. */
+function mediaOf(order: Order): string {
+	if (order.s3) return `s3://${order.s3.object.bucket}/${order.s3.object.key}`;
+	if (order.file) return `the file ${order.file.fileName}`;
+	if (order.body.upload_id !== undefined) return `upload ${order.body.upload_id}`;
+	return `${order.body.media_url}`;
+}
+
+/** How to order again on purpose, for the key in use. */
+const orderAgain =
+	'To order it again on purpose, set Idempotency to Custom Key with a key not used before (e.g. its file ID followed by -v2).';
+
+/**
+ * A repeat whose earlier order was not found: this node may have placed it (its hint is in n8n's
+ * deduplication store), but it is not among the newest jobs read, so the node cannot tell, and
+ * does not order again (the service keeps an Idempotency-Key only for a while).
+ */
+export function notFound(
+	ctx: IExecuteFunctions,
+	itemIndex: number,
+	order: Order,
+	tag: string,
+): NodeOperationError {
+	const title = order.body.title ? `"${order.body.title}" ` : '';
+	return new NodeOperationError(
+		ctx.getNode(),
+		`The order ${title}of ${mediaOf(order)} may have been placed before, and was not found`,
+		{
+			itemIndex,
+			description: `This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * 100} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
+		},
+	);
+}
+
 /**
  * A 409 idempotency_conflict says what was different, and what to do, for the key in use: a Custom
- * Key used for another order; with Automatic, an earlier order of this node that its tag did not
- * find (ordered untagged, or older than the lookup reaches where the service does not filter).
+ * Key used for another order; with Automatic, an earlier order of this node that the lookup did
+ * not find.
  */
 export function explainConflict(error: unknown, order: Order): unknown {
 	if (!isConflict(error)) return error;
-	const media = order.s3
-		? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
-		: order.file
-			? 'this file'
-			: order.body.upload_id !== undefined
-				? `upload ${order.body.upload_id}`
-				: `${order.body.media_url}`;
+	const media = mediaOf(order);
 	error.description =
 		order.idempotency === 'custom'
 			? `The Idempotency Key "${order.customKey}" was used before for a different order than ${media} with these options (or by another workflow). A key names one order: use one per media (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order again on purpose. Nothing was ordered twice.`
-			: `This node ordered ${media} before, but that job was not found by its ${ORDER_TAG} tag (an order placed untagged, or older than the newest ${LOOKUP_PAGES * 100} jobs where the service does not filter the job list), so the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many; to order it again on purpose, set Idempotency to Custom Key with a new key.`;
+			: `This node ordered ${media} before, but that job is not among the newest ${LOOKUP_PAGES * 100} jobs, so the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many. ${orderAgain}`;
 	return error;
 }
 

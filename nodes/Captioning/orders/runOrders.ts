@@ -1,6 +1,7 @@
 // What the orders of one node run share: the hints of what this node may have sent before, the
-// lookup of an earlier order by its tag, Concurrency for the files it reads, and the orders under
-// way, so that equal orders of a batch are one POST.
+// newest jobs of the workspace read for a repeat's lookup (one scan for the whole run),
+// Concurrency for the files it reads, and the orders under way, so that equal orders of a batch
+// are one POST.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
@@ -14,7 +15,11 @@ import type { S3Access, S3Object } from '../transport/s3';
 import { canonicalJson, ORDER_TAG } from './keys';
 import { SentBefore } from './sentBefore';
 
-/** Where the service does not filter the job list by metadata: how far back a lookup reads (pages of 100). */
+/**
+ * How far back a repeat looks for its earlier order: the newest LOOKUP_PAGES pages of the job list
+ * (the interface names no filter by metadata, docs/paying-once.md). Further back, or not yet in the
+ * list, an order is not found, and the repeat stops rather than pay again.
+ */
 export const LOOKUP_PAGES = 10;
 
 /** An item's order, checked and ready: nothing has been sent yet. */
@@ -43,6 +48,7 @@ export interface Placed {
 export class RunOrders {
 	private readonly sentBefore: SentBefore | undefined;
 	private readonly underWay = new Map<string, Promise<Placed>>();
+	private scan: JobScan | undefined;
 	private fileSlots: RunConcurrency | undefined;
 	private readonly wholeFileSlot = new RunConcurrency(1);
 
@@ -80,24 +86,18 @@ export class RunOrders {
 		return this.sentBefore ? await this.sentBefore.record(hint) : true;
 	}
 
+	/** The hint of an order the service refused or that was never sent: a repeat is a first order again. */
+	async notSent(hint: string): Promise<void> {
+		await this.sentBefore?.remove(hint);
+	}
+
 	/**
-	 * The newest job ordered with this tag, read now: the job list filtered by the tag, which holds
-	 * it or nothing (one read). A service that does not filter lists every job: then the newest
-	 * LOOKUP_PAGES pages are searched.
+	 * The newest job that `match` takes among the newest LOOKUP_PAGES pages of the job list: pages
+	 * are read as lookups need them, once for the run (`fresh`: read anew, as after a 409).
 	 */
-	async findTagged(tag: string): Promise<Job | undefined> {
-		let pages = 0;
-		for await (const page of jobPages(
-			this.ctx,
-			{ [`metadata[${ORDER_TAG}]`]: tag },
-			{ position: -1 },
-		)) {
-			const hit = page.find((job) => job.metadata?.[ORDER_TAG] === tag);
-			if (hit) return hit;
-			const filtered = page.every((job) => job.metadata?.[ORDER_TAG] === tag);
-			if (filtered || ++pages >= LOOKUP_PAGES) return undefined;
-		}
-		return undefined;
+	async earlier(match: (job: Job) => boolean, fresh = false): Promise<Job | undefined> {
+		const scan = fresh ? new JobScan(this.ctx) : (this.scan ??= new JobScan(this.ctx));
+		return await scan.find(match);
 	}
 
 	/** One POST per order (its tag) in a run: equal orders of a batch share the first one's job (the others as replays). */
@@ -107,6 +107,35 @@ export class RunOrders {
 		const placing = place();
 		this.underWay.set(tag, placing);
 		return await placing;
+	}
+}
+
+/** The newest jobs of the workspace, newest first, read a page at a time while lookups need more. */
+class JobScan {
+	private readonly jobs: Job[] = [];
+	private readonly pages: AsyncGenerator<Job[]>;
+	private pagesRead = 0;
+	private done = false;
+	private reading: Promise<void> | undefined;
+
+	constructor(ctx: IExecuteFunctions) {
+		this.pages = jobPages(ctx, {}, { position: -1 });
+	}
+
+	async find(match: (job: Job) => boolean): Promise<Job | undefined> {
+		for (let from = 0; ; ) {
+			const hit = this.jobs.slice(from).find(match);
+			if (hit) return hit;
+			from = this.jobs.length;
+			if (this.done) return undefined;
+			await (this.reading ??= this.readPage().finally(() => (this.reading = undefined)));
+		}
+	}
+
+	private async readPage(): Promise<void> {
+		const page = await this.pages.next();
+		if (!page.done) this.jobs.push(...page.value);
+		this.done = page.done === true || ++this.pagesRead >= LOOKUP_PAGES;
 	}
 }
 

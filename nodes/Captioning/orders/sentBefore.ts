@@ -36,4 +36,9 @@ export class SentBefore {
 			return processed.length > 0;
 		});
 	}
+
+	/** Removes the hint: what it named was never sent, or refused. */
+	async remove(hint: string): Promise<void> {
+		await this.serial(async () => await this.ctx.helpers.removeProcessed([hint], 'node', OPTIONS));
+	}
 }
