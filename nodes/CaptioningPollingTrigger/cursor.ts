@@ -4,11 +4,15 @@
 // after `horizon` that no poll has seen (`known`) is new: so a job that becomes visible after a
 // newer one was seen (the service's writes need not become visible in creation order) is still
 // found, as long as it lies within the pages read and the last `OVERLAP_MS` of creation time.
-// Open jobs that fit the Filters are remembered (`open`) and checked until they finish: on the
-// pages read when they are there, otherwise through the open lists or one by one. Open jobs the
+// Open jobs that fit the Filters are remembered (`open`) and checked until they finish: for free
+// on the pages a poll reads anyway; those further back on a backoff (`checkAt`, `checkEveryMs`: a
+// minute at first, doubling while none of them finished, at most `pollWindow.maxCheckEveryMs`) and
+// at once when the pages show a followed job finished (a batch finishes together): then the list
+// is read on as far as they lie, a few pages at most, and the rest one by one. Open jobs the
 // Filters exclude cost nothing (a job's metadata does not change). A quiet poll reads one page,
-// whatever the size of the workspace. The state is replaced only at the end of a successful poll,
-// so an older one brought back by a restart only reads further back; it stays bounded.
+// whatever the size of the workspace and the age of the followed jobs. The state is replaced only
+// at the end of a successful poll, so an older one brought back by a restart only reads further
+// back; it stays bounded.
 import type { IDataObject, IPollFunctions, JsonObject } from 'n8n-workflow';
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
@@ -27,6 +31,9 @@ export const pollWindow = {
 	maxKnown: 500,
 	/** The most open jobs followed (the oldest are dropped past it). */
 	maxOpen: 10000,
+	/** The first wait before open jobs beyond the first pages are checked again, doubled while none finished. */
+	firstCheckEveryMs: 60000,
+	maxCheckEveryMs: 15 * 60000,
 };
 
 export interface PollState {
@@ -38,6 +45,9 @@ export interface PollState {
 	known?: Record<string, number>;
 	/** Queued or processing jobs that fit the Filters, by id, with their creation time (ms). */
 	open?: Record<string, number>;
+	/** When the open jobs beyond the pages a poll reads are checked next (ms), and the wait before that. */
+	checkAt?: number;
+	checkEveryMs?: number;
 	/** The Filters `open` was chosen by. */
 	filters?: string;
 	/** `<job id> <status>` of the jobs reported, the latest REMEMBERED_REPORTS. */
@@ -125,12 +135,16 @@ interface Found {
 	unseen: Set<string>;
 	known: Record<string, number>;
 	filters: IDataObject;
+	/** Whether a followed open job was found finished. */
+	followedFinished: boolean;
+	/** Whether the open jobs beyond the newest pages are checked in this poll. */
+	deep: () => boolean;
 }
 
 /**
  * Reads the job list down past the newest job seen before: jobs not seen before are new, and open
- * jobs the pages reach are read for free. Stops once past it with every open job reached, or a few
- * pages further (the rest are read another way).
+ * jobs the pages reach are read for free. In a poll that checks the open jobs further back, it
+ * reads on while they lie within a few pages.
  */
 async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Found): Promise<void> {
 	const horizon = state.horizon ?? -Infinity;
@@ -148,7 +162,8 @@ async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Foun
 		}
 		const last = page.at(-1);
 		if (!last || at(last.created_at) >= newestSeen) continue;
-		if (found.unseen.size === 0 || at(last.created_at) < oldestOpen || ++pagesPast >= budget) break;
+		if (!found.deep() || found.unseen.size === 0 || at(last.created_at) < oldestOpen) break;
+		if (++pagesPast >= budget) break;
 	}
 }
 
@@ -156,23 +171,35 @@ async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Foun
 function note(found: Found, job: Job): void {
 	if (isFinal(job)) {
 		found.finished.push(job);
+		if (found.open[job.id] !== undefined) found.followedFinished = true;
 		delete found.open[job.id];
 	} else if (metadataMatches(job, found.filters)) {
 		found.open[job.id] = at(job.created_at);
 	}
 }
 
-/** Open jobs further back than the pages read: the open lists say which still are; the others are read one by one. */
-async function readOpenFurtherBack(ctx: IPollFunctions, found: Found): Promise<void> {
-	const stillOpen =
-		found.unseen.size > 3 ? new Set((await openJobs(ctx)).map((j) => j.id)) : new Set<string>();
+/** Open jobs further back than the pages read, one by one. */
+async function readOpenById(ctx: IPollFunctions, found: Found): Promise<void> {
 	for (const id of found.unseen) {
-		if (stillOpen.has(id)) continue;
 		const job = await readIfThere(ctx, id);
 		// Deleted, or not in this workspace any more: nothing more will come of it.
 		if (!job) delete found.open[id];
 		else if (isFinal(job)) note(found, job);
 	}
+}
+
+/** When the open jobs further back are checked next: soon after one finished, later while none does. */
+function nextCheck(
+	state: PollState,
+	found: Found,
+	now: number,
+): Pick<PollState, 'checkAt' | 'checkEveryMs'> {
+	if (!found.deep()) return { checkAt: state.checkAt, checkEveryMs: state.checkEveryMs };
+	const { firstCheckEveryMs, maxCheckEveryMs } = pollWindow;
+	const every = found.followedFinished
+		? firstCheckEveryMs
+		: Math.min(2 * (state.checkEveryMs ?? firstCheckEveryMs / 2), maxCheckEveryMs);
+	return { checkAt: now + every, checkEveryMs: every };
 }
 
 /** The newest `maxOpen` open jobs (the oldest past it are no longer followed). */
@@ -192,15 +219,19 @@ export async function finishedSince(
 	state: PollState,
 	filters: IDataObject,
 ): Promise<{ finished: Job[]; next: PollState }> {
+	const now = Date.now();
+	const due = (state.checkAt ?? 0) <= now;
 	const found: Found = {
 		finished: [],
 		open: { ...state.open },
 		unseen: new Set(Object.keys(state.open ?? {})),
 		known: { ...state.known },
 		filters,
+		followedFinished: false,
+		deep: () => due || found.followedFinished,
 	};
 	await readPastNewest(ctx, state, found);
-	if (found.unseen.size > 0) await readOpenFurtherBack(ctx, found);
+	if (found.unseen.size > 0 && found.deep()) await readOpenById(ctx, found);
 	// Reported in the order they finished; jobs that finished together, in the order they were created.
 	const inOrder = found.finished
 		.reverse()
@@ -211,6 +242,7 @@ export async function finishedSince(
 			started: true,
 			...windowOf(state.horizon ?? -Infinity, found.known),
 			open: boundedOpen(found.open),
+			...nextCheck(state, found, now),
 			filters: state.filters,
 			reported: state.reported ?? [],
 		},

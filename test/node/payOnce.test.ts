@@ -8,7 +8,7 @@ import { storeBinary } from '../engine/workflow';
 import { clearProcessedData } from '../engine/processed';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
-import { useSandbox } from '../helpers/sandbox';
+import { createSandbox, useSandbox } from '../helpers/sandbox';
 
 let sb: Sandbox;
 useSandbox((s) => (sb = s));
@@ -233,7 +233,7 @@ describe('Binary File sources repeat cleanly', () => {
 		});
 		expect(run.failure).toMatchObject({ httpCode: '409' });
 		expect(run.failure!.description).toMatch(
-			/^The Idempotency Key "drive-123" was used before for a different order than this file with these options \(or by another workflow\)\. A key names one order/,
+			/^The Idempotency Key "drive-123" was used before for a different order than the file v1\.mp4 with these options \(or by another workflow\)\. A key names one order/,
 		);
 		expect(counts()).toMatchObject({ jobs: 1, charges: 1 });
 	});
@@ -275,7 +275,7 @@ describe('Binary File sources repeat cleanly', () => {
 		expect(counts()).toMatchObject({ jobs: 2, charges: 2, uploads: 2 });
 	});
 
-	test('a batch of repeats: each finds its earlier order in one read of the job list filtered by its tag, and uploads nothing', async () => {
+	test('a batch of repeats: all find their earlier orders in one read of the job list (no filter: the interface names none), and upload nothing', async () => {
 		const workflowId = newWorkflow();
 		const params = create({
 			source: 'binary',
@@ -288,8 +288,7 @@ describe('Binary File sources repeat cleanly', () => {
 		const run = await runCaptioning(sb, params, { input: await videos(names), workflowId });
 		expect(run.items.every((i) => i.json.idempotent_replayed === true)).toBe(true);
 		const lookups = sb.ledger.requests.filter((r) => r.route === 'GET /jobs');
-		expect(lookups).toHaveLength(12);
-		expect(lookups.every((r) => r.query['metadata[n8n_order]'] !== undefined)).toBe(true);
+		expect(lookups.map((r) => r.query)).toEqual([{ limit: '100' }]);
 		expect(sb.ledger.uploads).toHaveLength(0);
 		expect(posts()).toHaveLength(0);
 	});
@@ -334,16 +333,55 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		},
 	);
 
-	test('an earlier order behind 5,000 newer jobs of a busy workspace is found in one read', async () => {
+	test('an earlier order behind 1,200 newer jobs, the key forgotten: not found in the newest 1,000, so the repeat stops with an error that names it, and orders nothing', async () => {
 		const workflowId = newWorkflow();
-		const first = await runCaptioning(sb, create(), { input: urls(['old-order']), workflowId });
-		sb.seedHistory(5000);
+		const params = create({ title: 'Old talk' });
+		const first = await runCaptioning(sb, params, { input: urls(['old-order']), workflowId });
+		expect(first.failure).toBeUndefined();
+		sb.seedHistory(1200);
 		sb.forgetIdempotencyKeys();
 		sb.resetLedger();
-		const again = await runCaptioning(sb, create(), { input: urls(['old-order']), workflowId });
-		expect(again.items[0].json.id).toBe(first.items[0].json.id);
-		expect(sb.ledger.requests.filter((r) => r.method === 'GET').length).toBeLessThanOrEqual(3);
-		expect(posts()).toHaveLength(0);
+		const again = await runCaptioning(sb, params, { input: urls(['old-order']), workflowId });
+		const tag = (first.items[0].json.metadata as IDataObject).n8n_order as string;
+		expect(again.failure?.message).toBe(
+			`The order "Old talk" of ${MEDIA}?file=old-order may have been placed before, and was not found`,
+		);
+		expect(again.failure?.description).toContain(`n8n_order ${tag}`);
+		expect(again.failure?.description).toContain('Custom Key with a key not used before');
+		expect(sb.ledger.requests.map((r) => r.route)).toEqual(Array(10).fill('GET /jobs'));
+		expect(sb.ledger.jobs).toHaveLength(0);
+	});
+
+	test('a list that lags: a repeat of an order not listed yet stops with the error, and orders nothing', async () => {
+		const lagging = await createSandbox({ timing: null, listLagMs: 60000 });
+		try {
+			const workflowId = newWorkflow();
+			await runCaptioning(lagging, create(), { input: urls(['lagging']), workflowId });
+			lagging.forgetIdempotencyKeys();
+			const again = await runCaptioning(lagging, create(), {
+				input: urls(['lagging']),
+				workflowId,
+			});
+			expect(again.failure?.message).toMatch(/may have been placed before, and was not found$/);
+			expect(lagging.ledger.jobs).toHaveLength(1);
+		} finally {
+			await lagging.close();
+		}
+	});
+
+	test('an order the service refused (no funds) is a first order again in the next run: no error, one job', async () => {
+		const workflowId = newWorkflow();
+		sb.injectFault('POST /jobs', {
+			status: 402,
+			code: 'insufficient_funds',
+			message: 'Injected refusal',
+		});
+		const refused = await runCaptioning(sb, create(), { input: urls(['topped-up']), workflowId });
+		expect(refused.failure).toMatchObject({ httpCode: '402' });
+		sb.resetLedger();
+		const next = await runCaptioning(sb, create(), { input: urls(['topped-up']), workflowId });
+		expect(next.failure).toBeUndefined();
+		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['POST /jobs 201']);
 	});
 
 	test("a first order reads nothing: n8n's deduplication store says this node never sent it", async () => {
@@ -383,9 +421,9 @@ describe("the order's tag never costs the user an order", () => {
 				jobs: 1,
 				charges: 1,
 			});
-			// The workspace refused the tag once; this process does not send it again with 6 keys...
+			// The workspace refused the tag once; the repeat finds the untagged job by its media and options.
 			const posts = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
-			expect(posts.map((r) => r.status)).toEqual([400, 201, 200]);
+			expect(posts.map((r) => r.status)).toEqual([400, 201]);
 			// ...while an order with fewer keys still fits its tag, and a repeat finds it by the tag.
 			const fewer = create({ options: { metadata: { pair: metadata.pair.slice(0, 3) } } });
 			const tagged = await runCaptioning(sb, fewer, { input: urls(['three-keys']), workflowId });

@@ -348,37 +348,44 @@ describe('what a poll costs', () => {
 		}
 	}, 60000);
 
-	test('open jobs beyond the pages a poll reads are checked through the open lists, not one read each', async () => {
+	test('followed jobs older than 250 others: a quiet poll reads one page; they are checked one by one on a backoff (from a minute, doubling while none finished), and one that finished is reported once', async () => {
 		const t = await trigger();
-		const old = [
-			await orderDirectly(sb),
-			await orderDirectly(sb),
-			await orderDirectly(sb),
-			await orderDirectly(sb),
-			await orderDirectly(sb),
-		];
+		const old = [];
+		for (let n = 0; n < 4; n++) old.push(await orderDirectly(sb));
 		await t.activate();
 		for (let n = 0; n < 250; n++) sb.completeJob(await orderDirectly(sb));
-		await t.poll();
+		const later = (ms: number) => jest.spyOn(Date, 'now').mockReturnValue(Date.now() + ms);
+		// The first poll checks them (due at once), then waits a minute before the next check.
+		expect((await t.poll())!.length).toBe(250);
 		sb.resetLedger();
+		expect(await t.poll()).toBeNull();
+		expect(reads().map((r) => r.route)).toEqual(['GET /jobs']);
 		sb.completeJob(old[0]);
-		const items = await t.poll();
-		expect(items!.map((i) => i.json.id)).toEqual([old[0]]);
-		// A page or two of the list (not reaching them), the queued and processing lists, then only
-		// the one that left them is read by itself.
+		sb.resetLedger();
+		const clock = later(61000);
+		try {
+			expect((await t.poll())!.map((i) => i.json.id)).toEqual([old[0]]);
+		} finally {
+			clock.mockRestore();
+		}
+		// The list down past the newest job seen and a page further, then each old job by its id.
 		expect(
 			reads()
 				.filter((r) => r.route === 'GET /jobs/{id}')
-				.map((r) => r.path),
-		).toEqual([`/jobs/${old[0]}`]);
-		expect(
-			reads().filter((r) => r.route === 'GET /jobs' && !r.query.status).length,
-		).toBeLessThanOrEqual(2);
-		expect(
-			reads()
-				.filter((r) => r.query.status)
-				.map((r) => r.query.status),
-		).toEqual(['queued', 'processing']);
+				.map((r) => r.path)
+				.sort(),
+		).toEqual(old.map((id) => `/jobs/${id}`).sort());
+		expect(reads().filter((r) => r.route === 'GET /jobs')).toHaveLength(2);
+		expect(t.saved().checkEveryMs).toBe(60000);
+		// A check that finds none finished doubles the wait.
+		const again = later(61000 + 61000);
+		try {
+			sb.resetLedger();
+			expect(await t.poll()).toBeNull();
+			expect(reads().filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(3);
+		} finally {
+			again.mockRestore();
+		}
 	});
 });
 

@@ -6,7 +6,7 @@
 // among the newest jobs and gets it back without a second POST; where it is not found, the order
 // may have been placed all the same, so the repeat stops with an error and never pays again. A file
 // is read (probed, hashed, uploaded) within the run's Concurrency; the node context keeps, by tag,
-// what a Retry needs (the upload, when an S3 link was signed), never the order itself.
+// what a Retry needs (the upload of a file order), never the order itself.
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
@@ -25,40 +25,28 @@ import { sameOrder, withoutWebhookUrl } from './runOrders';
 import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
 import { tagFits, tagRefused } from './metadataLimits';
 
-const HOUR = 3600 * 1000;
-
 const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
-/** What the node context keeps for a Retry, by order: its upload, and when its S3 link was signed (ms). */
+/** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
 function kept(ctx: IExecuteFunctions): {
 	uploads: Record<string, string>;
-	signed: Record<string, number>;
 	digests: Record<string, string>;
 } {
 	const context = ctx.getContext('node') as IDataObject;
 	return {
 		uploads: (context.captioningUploads ??= {}) as Record<string, string>,
-		signed: (context.captioningSigned ??= {}) as Record<string, number>,
 		digests: (context.captioningDigests ??= {}) as Record<string, string>,
 	};
 }
 
 /**
- * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked,
- * so that a Retry within that hour sends the very same link (signed again from the same moment: a
- * signature is the same for the same moment, so the node context keeps the moment, never the
- * link) with at least what was asked left. Another execution signs anew; its repeat is found by the
- * order's tag, or (refused 409) answered with the earlier job.
+ * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked
+ * (the service may start fetching it some time after the order). A repeat is found by the order's
+ * tag, which names the object, never the link.
  */
-function signedLink(ctx: IExecuteFunctions, order: Order, tag: string): string {
-	const { signed } = kept(ctx);
+function signedLink(order: Order): string {
 	const { checked, hours } = order.s3!;
-	const seconds = (hours + 1) * 3600;
-	const at = signed[tag];
-	const signedAt =
-		at !== undefined && at + seconds * 1000 - Date.now() >= hours * HOUR ? at : Date.now();
-	signed[tag] = signedAt;
-	return presignGet(checked!.access, checked!.object, seconds, new Date(signedAt));
+	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date());
 }
 
 /** An On Webhook order as the same order: without its Webhook URL, this execution's own resume URL. */
@@ -165,7 +153,7 @@ async function bodyOf(
 			));
 		body.upload_id = uploads[tag];
 	}
-	if (order.s3) body.media_url = signedLink(ctx, order, tag);
+	if (order.s3) body.media_url = signedLink(order);
 	return body;
 }
 
@@ -202,12 +190,12 @@ export async function placeOrder(
 			await orders.notSent(hint);
 			throw error;
 		}
+		let reached = false;
 		try {
-			return await post(ctx, i, body, key);
+			return await post(ctx, i, body, key, () => (reached = true));
 		} catch (error) {
-			// Refused: nothing was ordered, so a repeat is a first order again (an S3 link signed anew).
-			if (refused(error)) await orders.notSent(hint);
-			if (order.s3 && answered(error) && !isConflict(error)) delete kept(ctx).signed[tag];
+			// Refused, or never sent (the batch stopped first, the host unreachable): nothing was ordered.
+			if (!reached || refused(error)) await orders.notSent(hint);
 			if (!isConflict(error)) throw error;
 			// The key's earlier order differs from this body only in what this execution has (its On
 			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
@@ -228,12 +216,14 @@ async function post(
 	i: number,
 	body: CreateJobBody,
 	key: string,
+	onMayHaveReached?: () => void,
 ): Promise<Placed> {
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			idempotencyKey: key,
 			itemIndex: i,
+			onMayHaveReached,
 		});
 		return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 	} catch (error) {
@@ -243,7 +233,7 @@ async function post(
 			throw error as NodeApiError;
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
-		const placed = await post(ctx, i, { ...body, metadata }, key);
+		const placed = await post(ctx, i, { ...body, metadata }, key, onMayHaveReached);
 		tagRefused((await serviceOf(ctx, i)).identity, Object.keys(body.metadata!).length);
 		return placed;
 	}
@@ -267,7 +257,7 @@ async function placeWithoutKey(
 		);
 		body.upload_id = uploads[mark];
 	}
-	if (order.s3) body.media_url = signedLink(ctx, order, mark);
+	if (order.s3) body.media_url = signedLink(order);
 	const ordered = (ctx.getContext('node') as IDataObject).captioningOrders as
 		| Record<string, string>
 		| undefined;

@@ -14,6 +14,7 @@ import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
 import { hideSecrets } from './secrets';
 import { sleep } from './sleep';
+import { networkCodeOf } from './unanswered';
 
 export type { ApiContext, RetryPolicy };
 export { cancelSignal, CREDENTIAL_NAME, DEFAULT_RETRY, sendWithRetries, sleep };
@@ -29,7 +30,12 @@ export interface ApiRequestOptions {
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	retry?: Partial<RetryPolicy>;
+	/** Hears of each attempt that may have reached the service (any but one whose host was never reached). */
+	onMayHaveReached?: () => void;
 }
+
+/** Failures of a connection that never reached the host: nothing was sent. */
+const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
 export interface ApiResponse<T> {
 	body: T;
@@ -77,12 +83,20 @@ export async function apiRequest<T>(
 			position: options.position,
 			retry: options.retry,
 		},
-		async () =>
-			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
-				...request,
-				// A fresh headers object per attempt: authentication writes the key into it.
-				headers: { ...headers },
-			})) as IN8nHttpFullResponse,
+		async () => {
+			try {
+				const answer = (await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
+					...request,
+					// A fresh headers object per attempt: authentication writes the key into it.
+					headers: { ...headers },
+				})) as IN8nHttpFullResponse;
+				options.onMayHaveReached?.();
+				return answer;
+			} catch (error) {
+				if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onMayHaveReached?.();
+				throw error;
+			}
+		},
 	);
 	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
 	hideSecrets(response.body);
