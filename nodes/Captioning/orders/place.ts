@@ -188,7 +188,7 @@ export async function placeOrder(
 			body = await bodyOf(ctx, i, order, tag, orders, file?.uploadId);
 		} catch (error) {
 			await orders.notSent(hint);
-			throw error;
+			throw error as NodeApiError;
 		}
 		let reached = false;
 		try {
@@ -196,7 +196,7 @@ export async function placeOrder(
 		} catch (error) {
 			// Refused, or never sent (the batch stopped first, the host unreachable): nothing was ordered.
 			if (!reached || refused(error)) await orders.notSent(hint);
-			if (!isConflict(error)) throw error;
+			if (!isConflict(error)) throw error as NodeApiError;
 			// The key's earlier order differs from this body only in what this execution has (its On
 			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
 			const earlier = await orders.earlier(thisOrder, true);

@@ -84,18 +84,19 @@ export async function apiRequest<T>(
 			retry: options.retry,
 		},
 		async () => {
-			try {
-				const answer = (await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
-					...request,
-					// A fresh headers object per attempt: authentication writes the key into it.
-					headers: { ...headers },
-				})) as IN8nHttpFullResponse;
-				options.onMayHaveReached?.();
-				return answer;
-			} catch (error) {
-				if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onMayHaveReached?.();
-				throw error;
-			}
+			const attempt = ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
+				...request,
+				// A fresh headers object per attempt: authentication writes the key into it.
+				headers: { ...headers },
+			});
+			// Heard before the caller sees the outcome (the first reaction to the attempt).
+			attempt.then(
+				() => options.onMayHaveReached?.(),
+				(error: unknown) => {
+					if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onMayHaveReached?.();
+				},
+			);
+			return (await attempt) as IN8nHttpFullResponse;
 		},
 	);
 	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
