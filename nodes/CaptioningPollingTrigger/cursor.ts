@@ -3,12 +3,14 @@
 // The job list is read newest first, down past the newest job the last poll saw. A job created
 // after `horizon` that no poll has seen (`known`) is new: so a job that becomes visible after a
 // newer one was seen (the service's writes need not become visible in creation order) is still
-// found, as long as it lies within the pages read and the last `OVERLAP_MS` of creation time.
+// found, as long as it lies within the pages read and the window: the last `pollWindow.overlapMs`
+// of creation time behind the newest job seen, at most `pollWindow.maxKnown` jobs.
 // Open jobs that fit the Filters are remembered (`open`) and checked until they finish: for free
-// on the pages a poll reads anyway; those further back on a backoff (`checkAt`, `checkEveryMs`: a
-// minute at first, doubling while none of them finished, at most `pollWindow.maxCheckEveryMs`) and
-// at once when the pages show a followed job finished (a batch finishes together): then the list
-// is read on as far as they lie, a few pages at most, and the rest one by one. Open jobs the
+// on the pages a poll reads anyway. The rest is checked on a backoff (`checkAt`, `checkEveryMs`: a
+// minute at first, doubling while no followed job finished, at most `pollWindow.maxCheckEveryMs`):
+// the list read on through the window (so a job that entered the list late is found), the open
+// jobs within a page or two more, and those still unread one by one; at once, too, when the pages
+// show a followed job finished (a batch finishes together). Open jobs the
 // Filters exclude cost nothing (a job's metadata does not change). A quiet poll reads one page,
 // whatever the size of the workspace and the age of the followed jobs. The state is replaced only
 // at the end of a successful poll, so an older one brought back by a restart only reads further
@@ -26,9 +28,9 @@ export const REMEMBERED_REPORTS = 1000;
 
 export const pollWindow = {
 	/** How far behind the newest job seen a job may become visible and still be found. */
-	overlapMs: 5 * 60000,
+	overlapMs: 10 * 60000,
 	/** The most jobs remembered as seen (the newest); past it the horizon moves up. */
-	maxKnown: 500,
+	maxKnown: 1000,
 	/** The most open jobs followed (the oldest are dropped past it). */
 	maxOpen: 10000,
 	/** The first wait before open jobs beyond the first pages are checked again, doubled while none finished. */
@@ -135,6 +137,8 @@ interface Found {
 	unseen: Set<string>;
 	known: Record<string, number>;
 	filters: IDataObject;
+	/** Whether the window and the open jobs beyond the newest pages are due for a check. */
+	due: boolean;
 	/** Whether a followed open job was found finished. */
 	followedFinished: boolean;
 	/** Whether the open jobs beyond the newest pages are checked in this poll. */
@@ -143,8 +147,9 @@ interface Found {
 
 /**
  * Reads the job list down past the newest job seen before: jobs not seen before are new, and open
- * jobs the pages reach are read for free. In a poll that checks the open jobs further back, it
- * reads on while they lie within a few pages.
+ * jobs the pages reach are read for free. A poll due for a check reads on through the window of
+ * known jobs (where a job may enter the list late), and one that checks the open jobs further back
+ * while they lie within a page or two more.
  */
 async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Found): Promise<void> {
 	const horizon = state.horizon ?? -Infinity;
@@ -162,8 +167,11 @@ async function readPastNewest(ctx: IPollFunctions, state: PollState, found: Foun
 		}
 		const last = page.at(-1);
 		if (!last || at(last.created_at) >= newestSeen) continue;
-		if (!found.deep() || found.unseen.size === 0 || at(last.created_at) < oldestOpen) break;
-		if (++pagesPast >= budget) break;
+		const below = at(last.created_at);
+		if (!found.deep()) break;
+		// When due, the window (at most maxKnown known jobs); below it, open jobs within a page or two.
+		if (found.due && below > horizon) continue;
+		if (found.unseen.size === 0 || below < oldestOpen || ++pagesPast >= budget) break;
 	}
 }
 
@@ -227,6 +235,7 @@ export async function finishedSince(
 		unseen: new Set(Object.keys(state.open ?? {})),
 		known: { ...state.known },
 		filters,
+		due,
 		followedFinished: false,
 		deep: () => due || found.followedFinished,
 	};

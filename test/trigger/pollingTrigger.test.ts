@@ -348,45 +348,98 @@ describe('what a poll costs', () => {
 		}
 	}, 60000);
 
-	test('followed jobs older than 250 others: a quiet poll reads one page; they are checked one by one on a backoff (from a minute, doubling while none finished), and one that finished is reported once', async () => {
-		const t = await trigger();
-		const old = [];
-		for (let n = 0; n < 4; n++) old.push(await orderDirectly(sb));
-		await t.activate();
-		for (let n = 0; n < 250; n++) sb.completeJob(await orderDirectly(sb));
+	test('followed jobs below 300 older ones: a quiet poll reads one page; they are checked by id on a backoff (from a minute, doubling while none finished), and one that finished is reported once', async () => {
+		const own = await createSandbox({ timing: null });
+		const ago = (minutes: number) =>
+			own.setCreationTime(new Date(Date.now() - minutes * 60000).toISOString());
 		const later = (ms: number) => jest.spyOn(Date, 'now').mockReturnValue(Date.now() + ms);
-		// The first poll checks them (due at once), then waits a minute before the next check.
-		expect((await t.poll())!.length).toBe(250);
-		sb.resetLedger();
-		expect(await t.poll()).toBeNull();
-		expect(reads().map((r) => r.route)).toEqual(['GET /jobs']);
-		sb.completeJob(old[0]);
-		sb.resetLedger();
-		const clock = later(61000);
 		try {
-			expect((await t.poll())!.map((i) => i.json.id)).toEqual([old[0]]);
-		} finally {
-			clock.mockRestore();
-		}
-		// The list down past the newest job seen and a page further, then each old job by its id.
-		expect(
-			reads()
-				.filter((r) => r.route === 'GET /jobs/{id}')
-				.map((r) => r.path)
-				.sort(),
-		).toEqual(old.map((id) => `/jobs/${id}`).sort());
-		expect(reads().filter((r) => r.route === 'GET /jobs')).toHaveLength(2);
-		expect(t.saved().checkEveryMs).toBe(60000);
-		// A check that finds none finished doubles the wait.
-		const again = later(61000 + 61000);
-		try {
-			sb.resetLedger();
+			const t = await trigger({}, own);
+			await t.activate();
+			ago(120);
+			const old = [];
+			for (let n = 0; n < 4; n++) old.push(await orderDirectly(own));
+			ago(30);
+			for (let n = 0; n < 300; n++) own.completeJob(await orderDirectly(own));
+			own.setCreationTime(null);
+			for (let n = 0; n < 20; n++) await orderDirectly(own);
+			// The first poll checks them (due at once), then waits a minute before the next check.
+			expect((await t.poll())!.length).toBe(300);
+			own.resetLedger();
 			expect(await t.poll()).toBeNull();
-			expect(reads().filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(3);
+			expect(reads(own).map((r) => r.route)).toEqual(['GET /jobs']);
+			own.completeJob(old[0]);
+			own.resetLedger();
+			const clock = later(61000);
+			try {
+				expect((await t.poll())!.map((i) => i.json.id)).toEqual([old[0]]);
+			} finally {
+				clock.mockRestore();
+			}
+			// The list past the newest job seen and a page further, then each followed job by its id.
+			expect(
+				reads(own)
+					.filter((r) => r.route === 'GET /jobs/{id}')
+					.map((r) => r.path)
+					.sort(),
+			).toEqual(old.map((id) => `/jobs/${id}`).sort());
+			expect(reads(own).filter((r) => r.route === 'GET /jobs')).toHaveLength(2);
+			expect(t.saved().checkEveryMs).toBe(60000);
+			// A check that finds none finished doubles the wait: nothing by id a minute later.
+			own.resetLedger();
+			const minute = later(2 * 61000);
+			try {
+				expect(await t.poll()).toBeNull();
+				expect(reads(own).filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(3);
+			} finally {
+				minute.mockRestore();
+			}
+			own.resetLedger();
+			const twoMinutes = later(3 * 61000);
+			try {
+				expect(await t.poll()).toBeNull();
+				expect(reads(own).map((r) => r.route)).toEqual(['GET /jobs']);
+			} finally {
+				twoMinutes.mockRestore();
+			}
 		} finally {
-			again.mockRestore();
+			await own.close();
 		}
 	});
+
+	test('a lagging list: a job that enters the list 6 minutes after its creation, under 600 newer completions, is reported once, by the next check of the window', async () => {
+		const own = await createSandbox({ timing: null });
+		const later = (ms: number) => jest.spyOn(Date, 'now').mockReturnValue(Date.now() + ms);
+		try {
+			const t = await trigger({}, own);
+			await t.activate();
+			own.setCreationTime(new Date(Date.now() - 6 * 60000).toISOString());
+			const late = await orderDirectly(own);
+			own.hideJob(late);
+			own.setCreationTime(null);
+			for (let n = 0; n < 600; n++) own.completeJob(await orderDirectly(own));
+			expect((await t.poll())!.length).toBe(600);
+			own.showJob(late);
+			own.completeJob(late);
+			// A quiet poll does not reach it (one page); the next check of the window does.
+			expect(await t.poll()).toBeNull();
+			const clock = later(61000);
+			try {
+				expect((await t.poll())!.map((i) => i.json.id)).toEqual([late]);
+			} finally {
+				clock.mockRestore();
+			}
+			const again = later(20 * 61000);
+			try {
+				expect(await t.poll()).toBeNull();
+			} finally {
+				again.mockRestore();
+			}
+			expect(reportedIds(t).filter((id) => id === late)).toEqual([late]);
+		} finally {
+			await own.close();
+		}
+	}, 60000);
 });
 
 describe('floods', () => {
