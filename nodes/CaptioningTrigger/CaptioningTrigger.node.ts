@@ -17,7 +17,7 @@ import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { sleep } from '../Captioning/transport';
-import { claimEvent, eventsStarted, forgetTrigger, tokenMatches } from './handledEvents';
+import { claimEvent, eventsStarted, tokenMatches } from './handledEvents';
 import { forgetReads, readBackLimits, readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
@@ -79,8 +79,9 @@ export class CaptioningTrigger implements INodeType {
 	};
 
 	// The interface has no webhook registration endpoint: the URL travels with each order
-	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service. When the
-	// workflow is deactivated, what this process remembers of the trigger ends.
+	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service. What this
+	// process remembers of the handled events outlives a deactivation (n8n removes and adds the
+	// trigger on every publish of an edit) and ends after the redelivery window without deliveries.
 	webhookMethods = {
 		default: {
 			async checkExists(this: IHookFunctions): Promise<boolean> {
@@ -90,7 +91,6 @@ export class CaptioningTrigger implements INodeType {
 				return true;
 			},
 			async delete(this: IHookFunctions): Promise<boolean> {
-				forgetTrigger(this.getWorkflow().id, this.getNode().id);
 				forgetReads(this.getWorkflow().id, this.getNode().id);
 				return true;
 			},

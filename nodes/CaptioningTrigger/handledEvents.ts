@@ -124,11 +124,6 @@ function memoryOf(workflowId: string | undefined, nodeId: string): TriggerMemory
 	return memory;
 }
 
-/** Forgets a trigger's memory in this process (its workflow was deactivated). */
-export function forgetTrigger(workflowId: string | undefined, nodeId: string): void {
-	memories.delete(memoryKey(workflowId, nodeId));
-}
-
 /** The static data lines: `<event id> <job id> <event type> <handled at, ms in base 36>`. */
 type Saved = { handledEvents?: string[] };
 
