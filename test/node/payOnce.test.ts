@@ -369,20 +369,24 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		}
 	});
 
-	test('an order the service refused (no funds) is a first order again in the next run: no error, one job', async () => {
-		const workflowId = newWorkflow();
-		sb.injectFault('POST /jobs', {
-			status: 402,
-			code: 'insufficient_funds',
-			message: 'Injected refusal',
-		});
-		const refused = await runCaptioning(sb, create(), { input: urls(['topped-up']), workflowId });
-		expect(refused.failure).toMatchObject({ httpCode: '402' });
-		sb.resetLedger();
-		const next = await runCaptioning(sb, create(), { input: urls(['topped-up']), workflowId });
-		expect(next.failure).toBeUndefined();
-		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['POST /jobs 201']);
-	});
+	test.each([
+		['refused (402, no funds)', 402, 'insufficient_funds'],
+		['answered 500 on every attempt', 500, 'internal_error'],
+	])(
+		'an order the service %s is a first order again in the next run: no error, one job',
+		async (_name, status, code) => {
+			const workflowId = newWorkflow();
+			const url = `answered-${status}`;
+			sb.injectFault('POST /jobs', { status, code, message: 'Injected refusal', times: 1000 });
+			const refused = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
+			expect(refused.failure).toMatchObject({ httpCode: String(status) });
+			sb.clearFaults();
+			sb.resetLedger();
+			const next = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
+			expect(next.failure).toBeUndefined();
+			expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['POST /jobs 201']);
+		},
+	);
 
 	test("a first order reads nothing: n8n's deduplication store says this node never sent it", async () => {
 		const run = await runCaptioning(sb, create(), {

@@ -157,9 +157,12 @@ async function bodyOf(
 	return body;
 }
 
-/** Whether the service refused the order (a 4xx other than a 409): nothing was ordered. */
-const refused = (error: unknown) =>
-	answered(error) && !isConflict(error) && String((error as NodeApiError).httpCode).startsWith('4');
+/**
+ * Whether the service answered the order with an error (a 409 aside, which names an earlier
+ * order): its answer is taken at its word, nothing was ordered. Only a missing answer (a reset, a
+ * timeout) leaves the outcome unknown.
+ */
+const refused = (error: unknown) => answered(error) && !isConflict(error);
 
 /**
  * Sends the order once. With a key: a repeat gets its earlier order back unsent, or stops where
