@@ -40,6 +40,15 @@ export class CaptioningApi implements ICredentialType {
 			description:
 				"The address of the captioning API as your account's documentation gives it, ending in /v1, e.g. https://api.example.com/v1. The API key is sent to this address only.",
 		},
+		{
+			displayName: 'Webhook Secret Token',
+			name: 'webhookToken',
+			type: 'string',
+			typeOptions: { password: true },
+			default: '',
+			description:
+				"Optional: any long random text. A Captioning Trigger with these credentials then refuses deliveries that do not carry it, and Job → Create adds it (as ?token=…) to a Webhook URL that is a Captioning Trigger's URL, so the service's events carry it. To rotate it, change it here: events of jobs ordered before still carry the old one and are refused.",
+		},
 	];
 
 	/**

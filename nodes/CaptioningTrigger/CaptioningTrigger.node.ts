@@ -17,6 +17,7 @@ import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { sleep } from '../Captioning/transport';
+import { serviceOf } from '../Captioning/transport/service';
 import { claimEvent, eventsStarted, tokenMatches } from './handledEvents';
 import { forgetReads, readBackLimits, readTogether } from './readBack';
 
@@ -51,7 +52,7 @@ export class CaptioningTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					"The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger's Production URL (Webhook URLs, above), and activate this workflow. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow's, or the dashboard's) or for a job already reported is refused. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.",
+					"The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger's Production URL (Webhook URLs, above), and activate this workflow. With a Webhook Secret Token in the credentials (the same credentials in both workflows), Job → Create adds it to this URL and this trigger refuses deliveries without it. The service only calls https:// URLs, so n8n must be reachable over HTTPS; the Test URL only works while this trigger is listening for a test event. Each job starts the workflow once: with Verify Events on, an event for a job ordered with another URL (another workflow's, or the dashboard's) or for a job already reported is refused. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.",
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -64,15 +65,6 @@ export class CaptioningTrigger implements INodeType {
 				default: true,
 				description:
 					"Whether to read each event's job back with these credentials and start only if the job is in this workspace, its status matches the event, and it was ordered with this trigger's URL. The service does not sign events, so without this anyone who knows the URL could start the workflow with made-up data (marked verified: false). Attach Captions reads the job from the API either way and downloads only the links the service lists, never links from a posted body.",
-			},
-			{
-				displayName: 'Secret Token',
-				name: 'token',
-				type: 'string',
-				typeOptions: { password: true },
-				default: '',
-				description:
-					'If set, deliveries must carry it as ?token=… in the URL (add it to the Webhook URL you give the service); others are refused with 401',
 			},
 			...attachCaptionsFields,
 		],
@@ -102,8 +94,8 @@ export class CaptioningTrigger implements INodeType {
 	 * n8n answers it (2.x once the execution is stored): an answered event always has an execution.
 	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		const token = this.getNodeParameter('token', '') as string;
-		if (token && !tokenMatches((this.getQueryData() as IDataObject).token, token)) {
+		const { webhookToken } = await serviceOf(this);
+		if (webhookToken && !tokenMatches((this.getQueryData() as IDataObject).token, webhookToken)) {
 			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
 		}
 		const body = this.getBodyData();
@@ -188,8 +180,8 @@ async function startWith(
 	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
-		// A delivery that proved itself with the Secret Token goes first; others do not outrank a workflow's own requests.
-		const priority = ctx.getNodeParameter('token', '') ? 'high' : 'normal';
+		// A delivery that proved itself with the Webhook Secret Token goes first; others do not outrank a workflow's own requests.
+		const priority = (await serviceOf(ctx)).webhookToken ? 'high' : 'normal';
 		const read = await Promise.race([
 			readTogether(ctx, event, priority),
 			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),

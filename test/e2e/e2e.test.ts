@@ -198,7 +198,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			writeFileSync(path.join(work, 'inbox', 'interview.mp4'), Buffer.alloc(3 * 1024 * 1024, 7));
 			await n8n.cli([
 				'import:credentials',
-				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: TOKEN } }])}`,
 			]);
 			for (const [name, id] of [
 				['order-and-wait', 'wfOrderAndWait01'],
@@ -681,6 +681,25 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(await executions('wfStoreCaptions1')).toHaveLength(before + 1);
 			sb.setWebhook({ duplicate: false });
 		}, 120000);
+
+		test('the Webhook Secret Token lives in the credentials: deliveries without it or with a wrong one are refused 401, and no workflow as n8n exports it holds it', async () => {
+			const event = {
+				id: 'evt_without_token',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: { id: '00000000-0000-4000-8000-000000000000', object: 'job' },
+			};
+			const path0 = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning`;
+			expect((await n8n.post(path0, event)).status).toBe(401);
+			expect((await n8n.post(`${path0}?token=wrong-${TOKEN}`, event)).status).toBe(401);
+			const out = path.join(work, 'exported-workflows.json');
+			await n8n.cli(['export:workflow', '--all', `--output=${out}`]);
+			const exported = readFileSync(out, 'utf8');
+			expect(exported).toContain('wfStoreCaptions1');
+			expect(exported).toContain('wfCaptionFiles01');
+			expect(exported).not.toContain(TOKEN);
+		});
 
 		test('caption-new-files uploads the file and orders with the trigger URL; the event makes store-captions write them', async () => {
 			const before = (await executions('wfStoreCaptions1')).length;

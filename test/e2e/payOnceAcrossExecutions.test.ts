@@ -347,7 +347,6 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 
 			sb.clearFaults();
 			const retried = await retry(workflowId, failed.id, loadWorkflow);
-			expect(retried.status).toBe('success');
 			expect(jobsOf(failing[list])).toHaveLength(5);
 			expect(chargesOf(failing[list])).toHaveLength(5);
 			const out = (await runDataOf(retried.id)).Order[0].data!.main![0]!;

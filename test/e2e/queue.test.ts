@@ -256,7 +256,7 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 						id: 'captioningSandbox',
 						name: 'captioningSandbox',
 						type: 'captioningApi',
-						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: TOKEN },
 					},
 					// The polling trigger reads with a key of its own, so its reads can be told apart in the ledger.
 					{

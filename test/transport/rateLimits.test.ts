@@ -81,7 +81,6 @@ test("a trigger's verification read goes before caption downloads waiting in the
 		parameters: {
 			events: ['job.completed'],
 			verify: true,
-			token: '',
 			attachCaptions: true,
 			formats: ['srt'],
 			binaryPropertyName: 'data',

@@ -4,6 +4,8 @@
 import { Agent, request } from 'undici';
 import type { IDataObject } from 'n8n-workflow';
 
+import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
+import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { eventMemory } from '../../nodes/CaptioningTrigger/handledEvents';
 import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
@@ -11,7 +13,7 @@ import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 import { binaryDataService } from '../engine/workflow';
 import type { ServedTrigger } from '../engine/servedTrigger';
 import { serveTrigger } from '../engine/servedTrigger';
-import { orderDirectly, runCaptioning } from '../helpers/captioning';
+import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -38,18 +40,17 @@ afterEach(async () => {
 	trigger = undefined;
 });
 
-async function start(parameters: IDataObject = {}, key = sb.keys.full) {
+async function start(parameters: IDataObject = {}, key = sb.keys.full, webhookToken = '') {
 	trigger = await serveTrigger({
 		nodeType: new CaptioningTrigger(),
 		typeName: 'captioningTrigger',
 		parameters: {
 			events: ['job.completed', 'job.cancelled'],
 			verify: true,
-			token: '',
 			attachCaptions: false,
 			...parameters,
 		},
-		credentials: { captioningApi: { apiKey: key, baseUrl: sb.baseUrl } },
+		credentials: { captioningApi: { apiKey: key, baseUrl: sb.baseUrl, webhookToken } },
 	});
 	return trigger;
 }
@@ -309,7 +310,7 @@ describe("only jobs ordered with this trigger's URL", () => {
 	);
 
 	test('the URL is compared by its own path (webhook id and path), so a reverse proxy in front of n8n does not matter', async () => {
-		const t = await start({ token: 'tok' });
+		const t = await start({}, sb.keys.full, 'tok');
 		const webhookId = new URL(t.url).pathname.split('/').at(-2);
 		const id = await order(
 			`https://captions.example.org/automation/hooks/webhook/${webhookId}/captioning?token=tok`,
@@ -714,9 +715,9 @@ describe('while n8n runs, an event starts at most one execution, however slowly 
 	});
 });
 
-describe('secret token', () => {
+describe('the Webhook Secret Token (in the credentials)', () => {
 	test('required and compared: missing or wrong → 401; right → accepted', async () => {
-		const t = await start({ token: 's3cret-token' });
+		const t = await start({}, sb.keys.full, 's3cret-token');
 		const event = {
 			id: 'evt_tok',
 			object: 'event',
@@ -742,6 +743,50 @@ describe('secret token', () => {
 		expect(JSON.stringify(t.executions)).not.toContain('s3cret-token');
 		const read = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
 		expect(JSON.stringify(read.items)).not.toContain('s3cret-token');
+	});
+
+	test("the two-workflow pattern: Job → Create with the same credentials adds the token to the trigger's URL; the trigger takes the event", async () => {
+		const t = await start({}, sb.keys.full, 'shared-secret');
+		const create = (mediaUrl: string, webhookUrl: string) =>
+			runCaptioning(
+				sb,
+				{ resource: 'job', operation: 'create', source: 'url', mediaUrl, options: { webhookUrl } },
+				{ webhookToken: 'shared-secret' },
+			);
+		const ordered = await create(MEDIA, t.url);
+		expect(ordered.failure).toBeUndefined();
+		const id = ordered.items[0].json.id as string;
+		const sent = () => sb.ledger.jobs.map((j) => j.body.webhook_url);
+		expect(sent()).toEqual([`${t.url}?token=shared-secret`]);
+		expect((ordered.items[0].json.options as IDataObject).webhook_url).toBe(`${t.url}?token=***`);
+		sb.completeJob(id);
+		await settle();
+		expect(deliveryStatuses(id)).toEqual([200]);
+		expect(t.executions).toHaveLength(1);
+		// Another Webhook URL (not a Captioning Trigger's) never gets the token.
+		const elsewhere = await create(`${MEDIA}?elsewhere`, 'https://hooks.example.com/receive');
+		expect(elsewhere.failure).toBeUndefined();
+		expect(sent()[1]).toBe('https://hooks.example.com/receive');
+	});
+
+	test("no node parameter of the package is a password field: secrets live in n8n's credentials", () => {
+		type Property = {
+			name: string;
+			typeOptions?: { password?: boolean };
+			options?: unknown[];
+			values?: Property[];
+		};
+		const passwords = (properties: Property[]): string[] =>
+			properties.flatMap((p) => [
+				...(p.typeOptions?.password ? [p.name] : []),
+				...passwords(
+					((p.options ?? []) as Property[]).flatMap((o) => ('type' in o ? [o] : (o.values ?? []))),
+				),
+			]);
+		for (const node of [new Captioning(), new CaptioningTrigger(), new CaptioningPollingTrigger()])
+			expect([node.description.name, passwords(node.description.properties as Property[])]).toEqual(
+				[node.description.name, []],
+			);
 	});
 
 	test('forged events with made-up job ids: each unknown id is read once, however often it is posted', async () => {

@@ -19,7 +19,7 @@ import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
 import { serviceOf } from '../transport/service';
-import { answered, explainConflict, isConflict, maybeOrdered, notFound } from './refusals';
+import { explainConflict, isConflict, maybeOrdered, notFound } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
 import { sameOrder, withoutWebhookUrl } from './runOrders';
 import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
@@ -129,6 +129,15 @@ function replayOf(job: Job, order: Order): Placed {
 	};
 }
 
+/** A Captioning Trigger's URL (its path ends in /captioning) carries the credentials' Webhook Secret Token. */
+function withWebhookToken(body: CreateJobBody, token: string | undefined): void {
+	if (!body.webhook_url || !token) return;
+	const url = new URL(body.webhook_url);
+	if (!url.pathname.endsWith('/captioning') || url.searchParams.has('token')) return;
+	url.searchParams.set('token', token);
+	body.webhook_url = url.toString();
+}
+
 /** The body to POST: tagged, its upload (this execution's, or a new one), its S3 link. */
 async function bodyOf(
 	ctx: IExecuteFunctions,
@@ -139,7 +148,8 @@ async function bodyOf(
 	uploadId?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
-	const { identity } = await serviceOf(ctx, i);
+	const { identity, webhookToken } = await serviceOf(ctx, i);
+	withWebhookToken(body, webhookToken);
 	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
 	if (order.file) {
@@ -156,13 +166,6 @@ async function bodyOf(
 	if (order.s3) body.media_url = signedLink(order);
 	return body;
 }
-
-/**
- * Whether the service answered the order with an error (a 409 aside, which names an earlier
- * order): its answer is taken at its word, nothing was ordered. Only a missing answer (a reset, a
- * timeout) leaves the outcome unknown.
- */
-const refused = (error: unknown) => answered(error) && !isConflict(error);
 
 /**
  * Sends the order once. With a key: a repeat gets its earlier order back unsent, or stops where
@@ -193,12 +196,13 @@ export async function placeOrder(
 			await orders.notSent(hint);
 			throw error as NodeApiError;
 		}
-		let reached = false;
+		let unanswered = false;
 		try {
-			return await post(ctx, i, body, key, () => (reached = true));
+			return await post(ctx, i, body, key, () => (unanswered = true));
 		} catch (error) {
-			// Refused, or never sent (the batch stopped first, the host unreachable): nothing was ordered.
-			if (!reached || refused(error)) await orders.notSent(hint);
+			// Every attempt refused (the service's answer taken at its word) or never sent (the batch
+			// stopped first, the host unreachable): nothing was ordered. A 409 names an earlier order.
+			if (!unanswered && !isConflict(error)) await orders.notSent(hint);
 			if (!isConflict(error)) throw error as NodeApiError;
 			// The key's earlier order differs from this body only in what this execution has (its On
 			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
@@ -219,14 +223,14 @@ async function post(
 	i: number,
 	body: CreateJobBody,
 	key: string,
-	onMayHaveReached?: () => void,
+	onUnanswered?: () => void,
 ): Promise<Placed> {
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			idempotencyKey: key,
 			itemIndex: i,
-			onMayHaveReached,
+			onUnanswered,
 		});
 		return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 	} catch (error) {
@@ -236,7 +240,7 @@ async function post(
 			throw error as NodeApiError;
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
-		const placed = await post(ctx, i, { ...body, metadata }, key, onMayHaveReached);
+		const placed = await post(ctx, i, { ...body, metadata }, key, onUnanswered);
 		tagRefused((await serviceOf(ctx, i)).identity, Object.keys(body.metadata!).length);
 		return placed;
 	}
@@ -249,6 +253,7 @@ async function placeWithoutKey(
 	orders: RunOrders,
 ): Promise<Placed> {
 	const body = { ...order.body };
+	withWebhookToken(body, (await serviceOf(ctx, i)).webhookToken);
 	const { uploads } = kept(ctx);
 	const mark = `${i}:${digest(canonicalJson(sameOrderBody(order)))}`;
 	if (order.file) {

@@ -10,7 +10,7 @@ import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
 
 /** Whether the service answered (an HTTP status): n8n names a network failure's code as httpCode too. */
-export function answered(error: unknown): boolean {
+function answered(error: unknown): boolean {
 	return error instanceof NodeApiError && /^\d{3}$/.test(String(error.httpCode ?? ''));
 }
 

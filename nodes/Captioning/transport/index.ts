@@ -30,8 +30,8 @@ export interface ApiRequestOptions {
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	retry?: Partial<RetryPolicy>;
-	/** Hears of each attempt that may have reached the service (any but one whose host was never reached). */
-	onMayHaveReached?: () => void;
+	/** Hears of each attempt that may have reached the service and got no answer (a reset, a timeout). */
+	onUnanswered?: () => void;
 }
 
 /** Failures of a connection that never reached the host: nothing was sent. */
@@ -90,12 +90,9 @@ export async function apiRequest<T>(
 				headers: { ...headers },
 			});
 			// Heard before the caller sees the outcome (the first reaction to the attempt).
-			attempt.then(
-				() => options.onMayHaveReached?.(),
-				(error: unknown) => {
-					if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onMayHaveReached?.();
-				},
-			);
+			attempt.catch((error: unknown) => {
+				if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onUnanswered?.();
+			});
 			return (await attempt) as IN8nHttpFullResponse;
 		},
 	);

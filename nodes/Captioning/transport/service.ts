@@ -34,6 +34,8 @@ export interface Service {
 	/** A digest of the key and the Base URL: what this process learns of them is kept by it. */
 	identity: string;
 	rateLimits: KeyRateLimits;
+	/** The Webhook Secret Token a Captioning Trigger's deliveries carry, if set. */
+	webhookToken?: string;
 }
 
 const services = new WeakMap<object, Map<number, Promise<Service>>>();
@@ -56,10 +58,11 @@ export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service
 }
 
 async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
-	const credentials = await ctx.getCredentials<{ apiKey?: string; baseUrl?: string }>(
-		CREDENTIAL_NAME,
-		itemIndex,
-	);
+	const credentials = await ctx.getCredentials<{
+		apiKey?: string;
+		baseUrl?: string;
+		webhookToken?: string;
+	}>(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
 	let url: URL | undefined;
 	try {
@@ -81,7 +84,8 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const identity = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
-	return { baseUrl, identity, rateLimits: rateLimitsFor(identity) };
+	const webhookToken = String(credentials.webhookToken ?? '') || undefined;
+	return { baseUrl, identity, rateLimits: rateLimitsFor(identity), webhookToken };
 }
 
 /**
