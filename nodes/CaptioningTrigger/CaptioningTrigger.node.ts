@@ -112,7 +112,7 @@ export class CaptioningTrigger implements INodeType {
 				},
 			};
 		}
-		return await handleEvent(this, event);
+		return await handleEvent(this, event, webhookToken !== undefined);
 	}
 
 	/**
@@ -136,10 +136,19 @@ export class CaptioningTrigger implements INodeType {
 	}
 }
 
+/**
+ * Every refusal of a delivery that did not prove itself with the Webhook Secret Token: one answer
+ * (503, come back), so that a stranger learns nothing of the workspace's jobs (which exist, their
+ * state, the URL they were ordered with). A 503 rather than a 403: an event of the service that
+ * came before its job shows the status must not be refused for good.
+ */
+const NOT_NOW = 'Not accepted now; deliver the event again later.';
+
 /** A new event is tried; a handled one is a duplicate; one whose try n8n has not answered comes back later. */
 async function handleEvent(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
+	proven: boolean,
 ): Promise<IWebhookResponseData> {
 	const seen = claimEvent(ctx, event);
 	if (seen.kind === 'handled') {
@@ -152,10 +161,12 @@ async function handleEvent(
 	if (seen.kind === 'underWay')
 		return comeBack(
 			ctx,
-			`Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`,
+			proven
+				? `Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`
+				: NOT_NOW,
 		);
 	try {
-		return await startWith(ctx, event);
+		return await startWith(ctx, event, proven);
 	} catch (error) {
 		// n8n answers 500, which ends the try: a redelivery is handled anew.
 		throw new NodeOperationError(ctx.getNode(), error as Error);
@@ -170,6 +181,7 @@ async function handleEvent(
 async function startWith(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
+	proven: boolean,
 ): Promise<IWebhookResponseData> {
 	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
@@ -189,11 +201,13 @@ async function startWith(
 		if (read === undefined)
 			return comeBack(
 				ctx,
-				`The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`,
+				proven
+					? `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`
+					: NOT_NOW,
 			);
 		// Verify off: the status must still match (links of a job not yet completed are no captions).
 		const checked = backsUp(ctx, event, eventRead(read), !verify);
-		if ('error' in checked) return answerRefusal(ctx, checked);
+		if ('error' in checked) return proven ? answerRefusal(ctx, checked) : comeBack(ctx, NOT_NOW);
 		job = checked.job;
 	}
 	const item = jobEventItem(job, {

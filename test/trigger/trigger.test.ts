@@ -292,11 +292,11 @@ describe("only jobs ordered with this trigger's URL", () => {
 			/ordered with another Webhook URL/,
 		],
 	])(
-		'a completed job of the workspace %s → 403, nothing started',
+		'a completed job of the workspace %s → 403 with the reason to a caller with the token, nothing started',
 		async (_name, webhookUrl, reason) => {
-			const t = await start();
+			const t = await start({}, sb.keys.full, 'tok');
 			const id = await order(webhookUrl);
-			const r = await post(t.url, {
+			const r = await post(`${t.url}?token=tok`, {
 				id: 'evt_not_for_us',
 				object: 'event',
 				type: 'job.completed',
@@ -362,11 +362,11 @@ describe('what is refused', () => {
 		expect(sb.ledger.requests).toHaveLength(0);
 	});
 
-	test('a forged event for a job of another workspace → 403, nothing emitted', async () => {
-		const t = await start();
+	test('an event for a job of another workspace → 403 with the reason to a caller with the token, nothing emitted', async () => {
+		const t = await start({}, sb.keys.full, 'tok');
 		const foreign = await order('https://elsewhere.example.com/hook', {}, sb.keys.otherWorkspace);
 		const job = sb.completeJob(foreign);
-		const r = await post(t.url, {
+		const r = await post(`${t.url}?token=tok`, {
 			id: 'evt_forged1',
 			object: 'event',
 			type: 'job.completed',
@@ -380,15 +380,15 @@ describe('what is refused', () => {
 		expect(t.executions).toHaveLength(0);
 	});
 
-	test('an event whose status the job does not have (yet) → 503 with Retry-After, nothing emitted', async () => {
-		const t = await start();
+	test('an event whose status the job does not have (yet) → 503 with Retry-After and the reason to a caller with the token, nothing emitted', async () => {
+		const t = await start({}, sb.keys.full, 'tok');
 		const id = await order('https://elsewhere.example.com/hook');
 		const forged = {
 			...sb.job(id),
 			status: 'completed',
 			captions: { srt: 'https://evil.example.com/x.srt' },
 		};
-		const r = await post(t.url, {
+		const r = await post(`${t.url}?token=tok`, {
 			id: 'evt_forged2',
 			object: 'event',
 			type: 'job.completed',
@@ -505,9 +505,8 @@ describe('bursts: events that arrive together are read back together', () => {
 			expect(await post(t.url, event)).toEqual({
 				status: 503,
 				retryAfter: '10',
-				body: {
-					error: `The job of event evt_busy could not be read in time (the API key's reads are busy); deliver it again later.`,
-				},
+				// The one answer of a caller without the token (the trigger has none set).
+				body: { error: 'Not accepted now; deliver the event again later.' },
 			});
 			expect(t.stored).toHaveLength(0);
 			// Once the reads go again, the redelivery is handled (the claim was given back).
@@ -557,10 +556,7 @@ describe('bursts: events that arrive together are read back together', () => {
 		});
 		expect(cancelled).toMatchObject({
 			status: 503,
-			body: {
-				error:
-					"Not yet: the event says job.cancelled but the job's status is completed; deliver the event again later.",
-			},
+			body: { error: 'Not accepted now; deliver the event again later.' },
 		});
 		expect(sb.ledger.requests.slice(reads).map((r) => r.route)).toEqual(['GET /jobs/{id}']);
 		expect(t.executions).toHaveLength(4);
@@ -798,8 +794,45 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 			created_at: new Date().toISOString(),
 			data: { id: '00000000-0000-4000-8000-000000000000', object: 'job', status: 'completed' },
 		});
-		for (let n = 0; n < 5; n++) expect((await post(t.url, forged(n))).status).toBe(403);
+		for (let n = 0; n < 5; n++) expect((await post(t.url, forged(n))).status).toBe(503);
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
+		expect(t.executions).toHaveLength(0);
+	});
+
+	test('a caller without the token gets one and the same answer for every refusal: a job of another workspace, one ordered elsewhere, a status it does not have, a made-up id', async () => {
+		const t = await start();
+		const foreign = sb.completeJob(
+			await order('https://a.example.com/hook', {}, sb.keys.otherWorkspace),
+		);
+		const elsewhere = sb.completeJob(await order('https://n8n.example.com/webhook/x/captioning'));
+		const queued = sb.job(await order(t.url));
+		const madeUp = {
+			id: '00000000-0000-4000-8000-00000000abcd',
+			object: 'job',
+			status: 'completed',
+		};
+		const answers = [];
+		for (const [n, data] of [
+			foreign,
+			elsewhere,
+			{ ...queued, status: 'completed' },
+			madeUp,
+		].entries())
+			answers.push(
+				await post(t.url, {
+					id: `evt_stranger_${n}`,
+					object: 'event',
+					type: 'job.completed',
+					created_at: new Date().toISOString(),
+					data,
+				}),
+			);
+		const one = {
+			status: 503,
+			retryAfter: '10',
+			body: { error: 'Not accepted now; deliver the event again later.' },
+		};
+		expect(answers).toEqual([one, one, one, one]);
 		expect(t.executions).toHaveLength(0);
 	});
 });
@@ -920,7 +953,7 @@ describe('Verify Events off: caption links come from the service, never from a p
 		json: `${new URL(sb.baseUrl).origin}/admin/keys.json`,
 	});
 
-	test('a made-up job with planted links: refused (403), nothing fetched, nothing started', async () => {
+	test('a made-up job with planted links: refused (503, the one answer to a caller without the token), nothing fetched, nothing started', async () => {
 		const elsewhere = await httpReceiver();
 		try {
 			const t = await start({
@@ -942,8 +975,9 @@ describe('Verify Events off: caption links come from the service, never from a p
 				},
 			};
 			expect(await post(t.url, forged)).toEqual({
-				status: 403,
-				body: { error: 'Event refused: its job is not in this workspace.' },
+				status: 503,
+				retryAfter: '10',
+				body: { error: 'Not accepted now; deliver the event again later.' },
 			});
 			expect(t.executions).toHaveLength(0);
 			expect(elsewhere.received).toHaveLength(0);
@@ -1017,10 +1051,7 @@ describe('Verify Events off: caption links come from the service, never from a p
 		expect(await post(t.url, forged)).toEqual({
 			status: 503,
 			retryAfter: '10',
-			body: {
-				error:
-					"Not yet: the event says job.completed but the job's status is queued; deliver the event again later.",
-			},
+			body: { error: 'Not accepted now; deliver the event again later.' },
 		});
 		expect(sb.ledger.captionDownloads).toHaveLength(0);
 		sb.completeJob(id);
