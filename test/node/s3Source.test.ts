@@ -266,57 +266,43 @@ describe('paying once: the same object with the same options replays, whatever s
 		expect(sb.ledger.charges).toHaveLength(2);
 	});
 
-	test('a refused order (402: no funds) forgets its link: the run after topping up sends a new one, not the refused one', async () => {
+	/** An order of the object that fails as `fault` says, then n8n's Retry of that execution (the node context copied). */
+	async function failThenRetry(key: string, fault: object) {
 		const workflowId = newWorkflow();
-		await s3.put('videos/f.mp4', Buffer.alloc(4096, 3));
-		sb.injectFault('POST /jobs', {
+		await s3.put(key, Buffer.alloc(4096, 3));
+		sb.injectFault('POST /jobs', fault);
+		const run = async (mode: 'trigger' | 'retry', contextData?: object) =>
+			await runCaptioning(sb, create(), {
+				input: objects([key]),
+				s3: credential(),
+				workflowId,
+				mode,
+				contextData: contextData as never,
+			});
+		const failed = await run('trigger');
+		// What n8n's Retry copies: the node context, where nothing of the link is kept.
+		expect(JSON.stringify(failed.contextData())).not.toMatch(/X-Amz-Signature|X-Amz-Credential/);
+		const postsBefore = posts().length;
+		return { failed, postsBefore, retried: await run('retry', failed.contextData()) };
+	}
+
+	test('a refused order (402: no funds): the Retry after topping up orders it, with a link signed anew', async () => {
+		const { failed, retried } = await failThenRetry('videos/f.mp4', {
 			status: 402,
 			code: 'insufficient_funds',
 			message: 'Injected: no funds',
 		});
-		const input = objects(['videos/f.mp4']);
-		const failed = await runCaptioning(sb, create(), {
-			input,
-			s3: credential(),
-			workflowId,
-			mode: 'trigger',
-		});
 		expect(failed.failure?.message).toMatch(/^Injected: no funds/);
-		// What n8n's Retry would copy: the node context, where nothing of the refused link is left.
-		expect(JSON.stringify(failed.contextData())).not.toMatch(/X-Amz-Signature/);
-		const retried = await runCaptioning(sb, create(), {
-			input,
-			s3: credential(),
-			workflowId,
-			mode: 'retry',
-			contextData: failed.contextData(),
-		});
 		expect(retried.failure).toBeUndefined();
 		expect(sb.ledger.charges).toHaveLength(1);
 	});
 
 	test("an order whose POSTs got no answer (the connection reset each time): the execution's Retry cannot tell whether it was placed, so it stops with the error that names the object, and orders nothing", async () => {
-		const workflowId = newWorkflow();
-		await s3.put('videos/c.mp4', Buffer.alloc(4096, 4));
-		sb.injectFault('POST /jobs', { kind: 'reset', times: 6 });
-		const input = objects(['videos/c.mp4']);
-		const failed = await runCaptioning(sb, create(), {
-			input,
-			s3: credential(),
-			workflowId,
-			mode: 'trigger',
+		const { failed, postsBefore, retried } = await failThenRetry('videos/c.mp4', {
+			kind: 'reset',
+			times: 6,
 		});
 		expect(failed.failure).toBeDefined();
-		// The node context keeps nothing of the link.
-		expect(JSON.stringify(failed.contextData())).not.toMatch(/X-Amz-Signature|X-Amz-Credential/);
-		const postsBefore = posts().length;
-		const retried = await runCaptioning(sb, create(), {
-			input,
-			s3: credential(),
-			workflowId,
-			mode: 'retry',
-			contextData: failed.contextData(),
-		});
 		expect(retried.failure?.message).toBe(
 			'The order "c.mp4" of s3://captioning.videos/videos/c.mp4 may have been placed before, and was not found',
 		);
