@@ -77,12 +77,22 @@ export class CaptioningPollingTrigger implements INodeType {
 			(job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`),
 		);
 		// The state moves on only with the execution: n8n saves static data when a poll returns items.
+		for (const notice of next.notices ?? [])
+			if (!staticData.notices?.includes(notice))
+				this.logger.warn(`Captioning Polling Trigger: ${notice}`);
 		Object.assign(staticData, next, {
 			reported: [...reported, ...due.map((job) => `${job.id} ${job.status}`)].slice(
 				-REMEMBERED_REPORTS,
 			),
 		});
-		return due.length ? [due.map(eventItem)] : null;
+		if (!due.length) return null;
+		// The bounds a poll reached go to the next execution, which shows them as a hint.
+		const items = due.map(eventItem);
+		if (staticData.notices?.length) {
+			items[0].json[NOTICES] = staticData.notices;
+			staticData.notices = [];
+		}
+		return [items];
 	}
 
 	/**
@@ -93,6 +103,23 @@ export class CaptioningPollingTrigger implements INodeType {
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		let items = this.getInputData().filter((item) => item.json.object === 'job');
+		const notices = (items[0]?.json[NOTICES] as string[] | undefined) ?? [];
+		if (notices.length) {
+			// n8n 1.x and 2.x show hints above the output (nothing where n8n has none).
+			if (typeof this.addExecutionHints === 'function')
+				this.addExecutionHints(
+					...notices.map((message) => ({
+						message,
+						type: 'warning' as const,
+						location: 'outputPane' as const,
+					})),
+				);
+			items = items.map((item) => {
+				const json = { ...item.json };
+				delete json[NOTICES];
+				return { ...item, json };
+			});
+		}
 		if (items.length === 0 && this.getMode() === 'manual')
 			items = [eventItem(await latestFinished(this))];
 		const attach = attachSettings(this);
@@ -100,6 +127,9 @@ export class CaptioningPollingTrigger implements INodeType {
 		return [await withCaptions(this, items, attach)];
 	}
 }
+
+/** Where a poll's item carries the bounds reached to the execution (taken off there, shown as hints). */
+const NOTICES = 'poll_notices';
 
 /** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
 function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {

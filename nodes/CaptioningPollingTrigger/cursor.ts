@@ -52,6 +52,8 @@ export interface PollState {
 	checkEveryMs?: number;
 	/** The Filters `open` was chosen by. */
 	filters?: string;
+	/** What the next execution says in a hint: bounds a poll reached (at most a few, newest last). */
+	notices?: string[];
 	/** `<job id> <status>` of the jobs reported, the latest REMEMBERED_REPORTS. */
 	reported?: string[];
 }
@@ -88,17 +90,18 @@ async function readIfThere(ctx: IPollFunctions, id: string): Promise<Job | undef
 function windowOf(
 	horizon: number,
 	known: Record<string, number>,
-): Pick<PollState, 'horizon' | 'known'> {
+): Pick<PollState, 'horizon' | 'known'> & { cut: boolean } {
 	const newest = Math.max(horizon, ...Object.values(known));
 	let floor = Math.max(horizon, newest - pollWindow.overlapMs);
 	let kept = Object.entries(known)
 		.filter(([, created]) => created >= floor)
 		.sort((a, b) => b[1] - a[1]);
-	if (kept.length > pollWindow.maxKnown) {
+	const cut = kept.length > pollWindow.maxKnown;
+	if (cut) {
 		kept = kept.slice(0, pollWindow.maxKnown);
 		floor = kept.at(-1)![1];
 	}
-	return { horizon: floor, known: Object.fromEntries(kept) };
+	return { horizon: floor, known: Object.fromEntries(kept), cut };
 }
 
 /**
@@ -120,9 +123,11 @@ export async function firstState(ctx: IPollFunctions, filters: IDataObject): Pro
 	const open: Record<string, number> = {};
 	for (const job of [...openBefore, ...(await openJobs(ctx))])
 		if (metadataMatches(job, filters)) open[job.id] = at(job.created_at);
+	const window = windowOf(Object.keys(known).length < 100 ? -Infinity : horizon, known);
 	return {
 		started: true,
-		...windowOf(Object.keys(known).length < 100 ? -Infinity : horizon, known),
+		horizon: window.horizon,
+		known: window.known,
 		open,
 		filters: filtersKey(filters),
 		reported: [],
@@ -245,14 +250,30 @@ export async function finishedSince(
 	const inOrder = found.finished
 		.reverse()
 		.sort((a, b) => at(a.completed_at ?? a.created_at) - at(b.completed_at ?? b.created_at));
+	const { cut, ...window } = windowOf(state.horizon ?? -Infinity, found.known);
+	const open = boundedOpen(found.open);
+	const dropped = Object.keys(found.open).length - Object.keys(open).length;
+	const notices = [
+		...(cut
+			? [
+					`More than ${pollWindow.maxKnown} jobs were created within ${pollWindow.overlapMs / 60000} minutes: a job that enters the service's list late, below them, is not reported.`,
+				]
+			: []),
+		...(dropped > 0
+			? [
+					`Open jobs that fit the Filters no longer followed: ${dropped} (at most the newest ${pollWindow.maxOpen} are followed); their completion is not reported.`,
+				]
+			: []),
+	];
 	return {
 		finished: inOrder,
 		next: {
 			started: true,
-			...windowOf(state.horizon ?? -Infinity, found.known),
-			open: boundedOpen(found.open),
+			...window,
+			open,
 			...nextCheck(state, found, now),
 			filters: state.filters,
+			notices: [...(state.notices ?? []), ...notices].slice(-5),
 			reported: state.reported ?? [],
 		},
 	};

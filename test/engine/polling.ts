@@ -17,6 +17,7 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 	INodeType,
+	NodeExecutionHint,
 	WorkflowActivateMode,
 	WorkflowExecuteMode,
 } from 'n8n-workflow';
@@ -35,6 +36,8 @@ export interface PolledTrigger {
 	manual(): Promise<INodeExecutionData[] | null>;
 	/** One entry per execution that ran: the trigger's output. */
 	executions: INodeExecutionData[][];
+	/** One entry per execution that ran: the hints the trigger showed above its output. */
+	hints: NodeExecutionHint[][];
 	/** The node's static data as last saved by n8n. */
 	saved(): IDataObject;
 }
@@ -88,6 +91,7 @@ export async function pollTrigger(options: {
 	const save = () =>
 		(savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject);
 	const executions: INodeExecutionData[][] = [];
+	const hints: NodeExecutionHint[][] = [];
 
 	const execution = async (input: INodeExecutionData[], mode: WorkflowExecuteMode) => {
 		const run = await runWorkflow({
@@ -100,6 +104,8 @@ export async function pollTrigger(options: {
 		});
 		const error = run.error(node.name);
 		if (error) throw error;
+		if (mode === 'trigger')
+			hints.push(run.run.data.resultData.runData[node.name]?.[0]?.hints ?? []);
 		return run.output(node.name);
 	};
 	const run = async (mode: WorkflowExecuteMode, activation: WorkflowActivateMode) => {
@@ -126,6 +132,7 @@ export async function pollTrigger(options: {
 		},
 		manual: async () => await execution([{ json: {} }], 'manual'),
 		executions,
+		hints,
 		saved: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
 	};
 }

@@ -4,6 +4,7 @@
 // whatever the size of the workspace; captions are downloaded by the execution, not the poll.
 import type { IDataObject } from 'n8n-workflow';
 
+import { pollWindow } from '../../nodes/CaptioningPollingTrigger/cursor';
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { binaryDataService } from '../engine/workflow';
 import type { PolledTrigger } from '../engine/polling';
@@ -403,6 +404,35 @@ describe('what a poll costs', () => {
 				twoMinutes.mockRestore();
 			}
 		} finally {
+			await own.close();
+		}
+	});
+
+	test('past the most open jobs followed, the oldest are dropped, and the next execution says so in a hint (the items carry no trace of it)', async () => {
+		const own = await createSandbox({ timing: null });
+		const maxOpen = pollWindow.maxOpen;
+		pollWindow.maxOpen = 2;
+		try {
+			const t = await trigger({}, own);
+			await t.activate();
+			for (let n = 0; n < 3; n++) await orderDirectly(own);
+			expect(await t.poll()).toBeNull();
+			own.completeJob(await orderDirectly(own));
+			const items = (await t.poll())!;
+			expect(items).toHaveLength(1);
+			expect(items[0].json).not.toHaveProperty('poll_notices');
+			expect(t.hints.at(-1)).toEqual([
+				expect.objectContaining({
+					message:
+						'Open jobs that fit the Filters no longer followed: 1 (at most the newest 2 are followed); their completion is not reported.',
+					type: 'warning',
+				}),
+			]);
+			own.completeJob(await orderDirectly(own));
+			await t.poll();
+			expect(t.hints.at(-1)).toEqual([]);
+		} finally {
+			pollWindow.maxOpen = maxOpen;
 			await own.close();
 		}
 	});
