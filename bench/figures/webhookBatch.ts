@@ -55,7 +55,8 @@ async function measure(items: number, processing: boolean) {
 				json: { url: `https://media.example.com/webhook-batch/${i}.mp4` },
 			})),
 			mode: 'webhook',
-			workflowId: 'bench-webhook-batch',
+			// A workflow of its own per measure: each has a sandbox of its own (n8n's store of what was sent is the process's).
+			workflowId: `bench-webhook-batch-${items}`,
 		});
 		try {
 			const { error } = waiting.first.run.data.resultData;
