@@ -395,6 +395,24 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		},
 	);
 
+	test('a job list that cannot be read fails every repeat of the run with that error, never with "not found", and orders nothing', async () => {
+		const workflowId = newWorkflow();
+		const input = urls(['unreadable-1', 'unreadable-2']);
+		await runCaptioning(sb, create(), { input, workflowId });
+		sb.resetLedger();
+		sb.injectFault('GET /jobs', { status: 403, code: 'forbidden', message: 'Injected: no reads' });
+		const again = await runCaptioning(sb, create(), {
+			input,
+			workflowId,
+			settings: { onError: 'continueRegularOutput' },
+		});
+		expect(again.items.map((i) => String(i.json.error))).toEqual([
+			expect.stringMatching(/^Injected: no reads/),
+			expect.stringMatching(/^Injected: no reads/),
+		]);
+		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['GET /jobs 403']);
+	});
+
 	test("a first order reads nothing: n8n's deduplication store says this node never sent it", async () => {
 		const run = await runCaptioning(sb, create(), {
 			input: urls(['fresh-1', 'fresh-2', 'fresh-3']),

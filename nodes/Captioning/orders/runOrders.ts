@@ -117,6 +117,8 @@ class JobScan {
 	private pagesRead = 0;
 	private done = false;
 	private reading: Promise<void> | undefined;
+	/** A page that could not be read (after the transport's retries): every later lookup fails with it, never "not found". */
+	private failed: unknown;
 
 	constructor(ctx: IExecuteFunctions) {
 		this.pages = jobPages(ctx, {}, { position: -1 });
@@ -127,13 +129,17 @@ class JobScan {
 			const hit = this.jobs.slice(from).find(match);
 			if (hit) return hit;
 			from = this.jobs.length;
+			if (this.failed !== undefined) throw this.failed as Error;
 			if (this.done) return undefined;
 			await (this.reading ??= this.readPage().finally(() => (this.reading = undefined)));
 		}
 	}
 
 	private async readPage(): Promise<void> {
-		const page = await this.pages.next();
+		const page = await this.pages.next().catch((error: unknown) => {
+			this.failed = error;
+			throw error as Error;
+		});
 		if (!page.done) this.jobs.push(...page.value);
 		this.done = page.done === true || ++this.pagesRead >= LOOKUP_PAGES;
 	}
