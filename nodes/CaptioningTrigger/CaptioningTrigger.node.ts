@@ -193,7 +193,7 @@ async function startWith(
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
 		// A delivery that proved itself with the Webhook Secret Token goes first; others do not outrank a workflow's own requests.
-		const priority = (await serviceOf(ctx)).webhookToken ? 'high' : 'normal';
+		const priority = proven ? 'high' : 'normal';
 		const read = await Promise.race([
 			readTogether(ctx, event, priority),
 			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
