@@ -194,10 +194,15 @@ async function startWith(
 	if (verify || attach) {
 		// A delivery that proved itself with the Webhook Secret Token goes first; others do not outrank a workflow's own requests.
 		const priority = proven ? 'high' : 'normal';
+		// The deadline's timer ends with the delivery's answer, whichever comes first.
+		const answered = new AbortController();
 		const read = await Promise.race([
 			readTogether(ctx, event, priority),
-			sleep(Math.max(0, deadline - Date.now())).then(() => undefined),
-		]);
+			sleep(Math.max(0, deadline - Date.now()), answered.signal).then(
+				() => undefined,
+				() => undefined,
+			),
+		]).finally(() => answered.abort());
 		if (read === undefined)
 			return comeBack(
 				ctx,

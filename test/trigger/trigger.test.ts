@@ -128,6 +128,26 @@ describe('events from the service start the workflow', () => {
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
 	});
 
+	test("no timer outlives its delivery: the answer's deadline ends with the answer", async () => {
+		const answerWithin = readBackLimits.answerWithinMs;
+		readBackLimits.answerWithinMs = 600000;
+		try {
+			const timers = () =>
+				process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+			const t = await start();
+			const ids = [await order(t.url), await order(t.url), await order(t.url)];
+			await settle();
+			const before = timers();
+			for (const id of ids) sb.completeJob(id);
+			await settle();
+			expect(t.executions).toHaveLength(3);
+			// Others end meanwhile (the orders' own); none of the three deliveries adds one.
+			expect(timers()).toBeLessThanOrEqual(before);
+		} finally {
+			readBackLimits.answerWithinMs = answerWithin;
+		}
+	});
+
 	test('job.cancelled: one execution with the cancellation', async () => {
 		const t = await start();
 		const id = await order(t.url);

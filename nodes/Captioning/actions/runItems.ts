@@ -54,7 +54,7 @@ class ItemRun {
 		private readonly options: RunOptions,
 	) {
 		this.batch = batchOf(ctx);
-		this.concurrency = new RunConcurrency(options.concurrency);
+		this.concurrency = new RunConcurrency(options.concurrency, ctx.getExecutionCancelSignal());
 		useConcurrency(ctx, this.concurrency);
 	}
 

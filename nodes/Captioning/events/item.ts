@@ -71,7 +71,7 @@ export async function withCaptions(
 	items: INodeExecutionData[],
 	attach: NonNullable<AttachSettings>,
 ): Promise<INodeExecutionData[]> {
-	useConcurrency(ctx, new RunConcurrency(DEFAULT_CONCURRENCY));
+	useConcurrency(ctx, new RunConcurrency(DEFAULT_CONCURRENCY, ctx.getExecutionCancelSignal()));
 	const out: INodeExecutionData[] = [];
 	await eachAtMost(items.length, DEFAULT_CONCURRENCY, async (i) => {
 		out[i] = await withCaptionsOf(ctx, items[i], i, attach);

@@ -50,10 +50,11 @@ export class RunOrders {
 	private readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: JobScan | undefined;
 	private fileSlots: RunConcurrency | undefined;
-	private readonly wholeFileSlot = new RunConcurrency(1);
+	private readonly wholeFileSlot: RunConcurrency;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
 		this.sentBefore = SentBefore.of(ctx);
+		this.wholeFileSlot = new RunConcurrency(1, ctx.getExecutionCancelSignal());
 	}
 
 	/**
@@ -69,6 +70,7 @@ export class RunOrders {
 	): Promise<T> {
 		this.fileSlots ??= new RunConcurrency(
 			concurrencyOf(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
+			this.ctx.getExecutionCancelSignal(),
 		);
 		const slots = file.binaryId?.startsWith('database:') ? this.wholeFileSlot : this.fileSlots;
 		const release = await slots.acquire(i);

@@ -1,7 +1,7 @@
 // A node run's Concurrency (Batching → Concurrency): at most that many of its requests under way,
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
 // its turn under the key's rate limits (rateLimits.ts).
-import { takeFirst, NoLongerWanted } from './queue';
+import { takeFirst } from './queue';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
 export const DEFAULT_CONCURRENCY = 4;
@@ -28,7 +28,13 @@ export class RunConcurrency {
 	private seq = 0;
 	private readonly stopping = new AbortController();
 
-	constructor(readonly concurrency: number) {}
+	/** `cancel`: the execution's cancel signal; a cancelled run stops as a failed batch does. */
+	constructor(
+		readonly concurrency: number,
+		cancel?: AbortSignal,
+	) {
+		cancel?.addEventListener('abort', () => this.stop(), { once: true });
+	}
 
 	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
 	get stopSignal(): AbortSignal {
@@ -40,9 +46,8 @@ export class RunConcurrency {
 	}
 
 	/** Waits for its turn within Concurrency (the lowest position first); resolves with the release. */
-	async acquire(position: number, signal?: AbortSignal): Promise<() => void> {
+	async acquire(position: number): Promise<() => void> {
 		if (this.stopped) throw new BatchStopped();
-		if (signal?.aborted) throw new NoLongerWanted();
 		if (this.active < this.concurrency && this.waiters.length === 0) {
 			this.active += 1;
 		} else {

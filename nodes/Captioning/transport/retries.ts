@@ -112,10 +112,7 @@ class Attempts {
 		let waited: unknown;
 		try {
 			if (concurrency)
-				release = await concurrency.acquire(
-					options.position ?? options.itemIndex ?? 0,
-					this.cancel,
-				);
+				release = await concurrency.acquire(options.position ?? options.itemIndex ?? 0);
 			if (!limit) return release;
 			const signal = anySignal([this.cancel, concurrency?.stopSignal]);
 			const done = await options.rateLimits!.turn(
@@ -131,8 +128,8 @@ class Attempts {
 			waited = error;
 		}
 		// Not sent: the run stopped (another item failed), the execution was cancelled, or it waited too long.
-		if (concurrency?.stopped) throw new BatchStopped();
 		if (this.cancel?.aborted) throw this.cancelled();
+		if (concurrency?.stopped) throw new BatchStopped();
 		throw notSentInTime(this.ctx, waited, options.itemIndex);
 	}
 
