@@ -110,7 +110,11 @@ export const probe: INodeType = {
 				return [[{ json: {} }]];
 			}
 			case 'download': {
-				const d = await downloadFile(this, p.url as string, { itemIndex: 0, retry });
+				const d = await downloadFile(this, p.url as string, {
+					name: 'The captions',
+					itemIndex: 0,
+					retry,
+				});
 				return [[{ json: { contentType: d.contentType, text: d.data.toString('utf8') } }]];
 			}
 		}

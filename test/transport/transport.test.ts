@@ -8,6 +8,7 @@ import type { NodeApiError } from 'n8n-workflow';
 
 import { node, runWorkflow } from '../engine/workflow';
 import { expiredTlsPair, httpReceiver, httpsReceiver, tlsServer } from '../helpers/https';
+import { downloadLimits } from '../../nodes/Captioning/transport/files';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
@@ -528,6 +529,48 @@ describe('files', () => {
 			}
 			expect(host.received).toHaveLength(7);
 		} finally {
+			await host.close();
+		}
+	});
+
+	test('a download past the cap fails naming the file and its size, and stops reading: a declared size at once, an endless body at the cap', async () => {
+		const cap = downloadLimits.bytes;
+		downloadLimits.bytes = 1024 * 1024;
+		const chunk = Buffer.alloc(64 * 1024, 'x');
+		let endless: { sent: number; closedEarly: boolean } | undefined;
+		const host = await httpReceiver((req, res) => {
+			if (req.url === '/declared') {
+				res.writeHead(200, { 'content-length': String(200 * 1024 * 1024) });
+				res.write(chunk);
+				return;
+			}
+			// No length: chunks as fast as the reader takes them, until it closes the connection.
+			const state = { sent: 0, closedEarly: false };
+			endless = state;
+			res.on('close', () => (state.closedEarly = !res.writableFinished));
+			const more = () => {
+				while (!res.destroyed && state.sent < 1024 * 1024 * 1024) {
+					state.sent += chunk.length;
+					if (!res.write(chunk)) return void res.once('drain', more);
+				}
+			};
+			more();
+		});
+		try {
+			const declared = await runProbe({ op: 'download', url: `${host.url}/declared` });
+			expect(declared.error!.message).toBe(
+				'The captions are 209,715,200 bytes or more, over the 1,048,576 bytes one download may hold, so they were not downloaded',
+			);
+			const { error } = await runProbe({ op: 'download', url: `${host.url}/endless` });
+			expect(error!.message).toMatch(
+				/^The captions are [\d,]+ bytes or more, over the 1,048,576 bytes one download may hold, so they were not downloaded$/,
+			);
+			await new Promise((resolve) => setTimeout(resolve, 100));
+			// The sender was cut off long before its gigabyte: the bytes were never held.
+			expect(endless!.closedEarly).toBe(true);
+			expect(host.received).toHaveLength(2);
+		} finally {
+			downloadLimits.bytes = cap;
 			await host.close();
 		}
 	});

@@ -208,7 +208,13 @@ export async function captionOutputs(
 	const captions = captionsOf(ctx, i, job, formats);
 	// The formats download together, within the run's Concurrency and the key's rate limits.
 	const settled = await Promise.allSettled(
-		formats.map(async (format) => await downloadFile(ctx, captions[format], { itemIndex: i })),
+		formats.map(
+			async (format) =>
+				await downloadFile(ctx, captions[format], {
+					name: `The ${format.toUpperCase()} captions`,
+					itemIndex: i,
+				}),
+		),
 	);
 	const failed: CaptionFailure[] = [];
 	const files = new Map<CaptionFormat, Download>();

@@ -1,4 +1,5 @@
 // Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
+import type { Readable } from 'node:stream';
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -77,6 +78,39 @@ function checkLink(ctx: ApiContext, url: string, itemIndex?: number): void {
 /** How many redirects a captions link may lead through. */
 export const MAX_REDIRECTS = 5;
 
+export const downloadLimits = {
+	/**
+	 * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
+	 * SRT is about 1 MB, so a file past this is no captions of the media.
+	 */
+	bytes: 50 * 1024 * 1024,
+	/** The most bytes of an answer that is not the file (an error, a redirect) read for its message. */
+	answerBytes: 64 * 1024,
+};
+
+/** A body's bytes, up to `max`; past it the stream is closed and `over` says how far it got. */
+async function bytesUpTo(
+	body: Readable,
+	max: number,
+	declared: number,
+): Promise<{ data: Buffer; over?: number }> {
+	if (declared > max) {
+		body.destroy();
+		return { data: Buffer.alloc(0), over: declared };
+	}
+	const chunks: Buffer[] = [];
+	let size = 0;
+	for await (const chunk of body) {
+		size += (chunk as Buffer).length;
+		if (size > max) {
+			body.destroy();
+			return { data: Buffer.alloc(0), over: size };
+		}
+		chunks.push(chunk as Buffer);
+	}
+	return { data: Buffer.concat(chunks) };
+}
+
 /**
  * Downloads a captions link, as listed by the service on the job read through the API (never a
  * link from a posted event). The API key goes only to URLs under the Base URL, where the download
@@ -88,14 +122,15 @@ export const MAX_REDIRECTS = 5;
 export async function downloadFile(
 	ctx: ApiContext,
 	url: string,
-	options: { itemIndex?: number; priority?: Priority; retry?: Partial<RetryPolicy> } = {},
+	options: DownloadOptions,
 ): Promise<Download> {
 	const { itemIndex } = options;
 	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
 	let link = url;
 	for (let hop = 0; ; hop++) {
 		checkLink(ctx, link, itemIndex);
-		const response = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
+		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
+		if (over !== undefined) throw tooLarge(ctx, options, over);
 		const location = response.headers.location;
 		if (response.statusCode >= 300 && !location) {
 			throw new NodeOperationError(
@@ -110,7 +145,7 @@ export async function downloadFile(
 		if (response.statusCode < 300 || !location) {
 			const type = response.headers['content-type'];
 			return {
-				data: Buffer.from(response.body as ArrayBuffer),
+				data: response.body as Buffer,
 				contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
 			};
 		}
@@ -128,19 +163,43 @@ export async function downloadFile(
 	}
 }
 
-/** One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed back. */
+function tooLarge(ctx: ApiContext, options: DownloadOptions, over: number): NodeOperationError {
+	const cap = downloadLimits.bytes.toLocaleString('en-US');
+	return new NodeOperationError(
+		ctx.getNode(),
+		`${options.name} are ${over.toLocaleString('en-US')} bytes or more, over the ${cap} bytes one download may hold, so they were not downloaded`,
+		{
+			itemIndex: options.itemIndex,
+			description:
+				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
+		},
+	);
+}
+
+export interface DownloadOptions {
+	/** What the file is, for errors: "The SRT captions". */
+	name: string;
+	itemIndex?: number;
+	priority?: Priority;
+	retry?: Partial<RetryPolicy>;
+}
+
+/**
+ * One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed
+ * back. The body is read as it comes, up to downloadLimits (`over` when the file is past it).
+ */
 async function fetchOnce(
 	ctx: ApiContext,
 	url: string,
 	baseUrl: string,
 	rateLimits: Awaited<ReturnType<typeof serviceOf>>['rateLimits'],
-	options: { itemIndex?: number; priority?: Priority; retry?: Partial<RetryPolicy> },
-): Promise<IN8nHttpFullResponse> {
+	options: DownloadOptions,
+): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',
 		url,
-		encoding: 'arraybuffer',
+		encoding: 'stream',
 		returnFullResponse: true,
 		ignoreHttpStatusErrors: true,
 		disableFollowRedirect: true,
@@ -152,7 +211,8 @@ async function fetchOnce(
 	const limits = withKey
 		? ({ limit: 'read', rateLimits } as const)
 		: ({ limit: 'storage' } as const);
-	return await sendWithRetries(
+	let over: number | undefined;
+	const response = await sendWithRetries(
 		ctx,
 		{
 			retryable: true,
@@ -163,13 +223,23 @@ async function fetchOnce(
 			retry: options.retry,
 			keep: (status) => status < 400 && status !== 304,
 		},
-		async () =>
-			withKey
+		async () => {
+			const streamed = withKey
 				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
 						...request,
 					})) as IN8nHttpFullResponse)
-				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse),
+				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse);
+			const file = streamed.statusCode < 300;
+			const bytes = await bytesUpTo(
+				streamed.body as Readable,
+				file ? downloadLimits.bytes : downloadLimits.answerBytes,
+				file ? Number(streamed.headers['content-length'] ?? 0) : 0,
+			);
+			over = file ? bytes.over : undefined;
+			return { ...streamed, body: bytes.data };
+		},
 	);
+	return { response, over };
 }
 
 /** Creates the upload record, then PUTs the file to its presigned URL. Returns the Upload (without its URL). */
