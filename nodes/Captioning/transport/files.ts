@@ -1,5 +1,4 @@
 // Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
-import type { Readable } from 'node:stream';
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -88,9 +87,12 @@ export const downloadLimits = {
 	answerBytes: 64 * 1024,
 };
 
+/** A streamed answer's body (a Node.js Readable). */
+type Body = AsyncIterable<Buffer> & { destroy(): void };
+
 /** A body's bytes, up to `max`; past it the stream is closed and `over` says how far it got. */
 async function bytesUpTo(
-	body: Readable,
+	body: Body,
 	max: number,
 	declared: number,
 ): Promise<{ data: Buffer; over?: number }> {
@@ -101,12 +103,12 @@ async function bytesUpTo(
 	const chunks: Buffer[] = [];
 	let size = 0;
 	for await (const chunk of body) {
-		size += (chunk as Buffer).length;
+		size += chunk.length;
 		if (size > max) {
 			body.destroy();
 			return { data: Buffer.alloc(0), over: size };
 		}
-		chunks.push(chunk as Buffer);
+		chunks.push(chunk);
 	}
 	return { data: Buffer.concat(chunks) };
 }
@@ -231,7 +233,7 @@ async function fetchOnce(
 				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse);
 			const file = streamed.statusCode < 300;
 			const bytes = await bytesUpTo(
-				streamed.body as Readable,
+				streamed.body as Body,
 				file ? downloadLimits.bytes : downloadLimits.answerBytes,
 				file ? Number(streamed.headers['content-length'] ?? 0) : 0,
 			);
