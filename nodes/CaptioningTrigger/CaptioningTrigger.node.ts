@@ -98,21 +98,18 @@ export class CaptioningTrigger implements INodeType {
 		if (webhookToken && !tokenMatches((this.getQueryData() as IDataObject).token, webhookToken)) {
 			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
 		}
+		const proven = webhookToken !== undefined;
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
-		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
+		if (problem)
+			return proven
+				? respond(this, 400, { error: `Not a captioning event: ${problem}.` })
+				: comeBack(this, NOT_NOW);
 		const event = body as unknown as CaptioningEvent;
 		const events = this.getNodeParameter('events', []) as EventType[];
-		if (!events.includes(event.type)) {
-			return {
-				webhookResponse: {
-					received: true,
-					started: false,
-					reason: `${event.type} is not selected in Events`,
-				},
-			};
-		}
-		return await handleEvent(this, event, webhookToken !== undefined);
+		if (!events.includes(event.type))
+			return notStarted(proven ? `${event.type} is not selected in Events` : undefined);
+		return await handleEvent(this, event, proven);
 	}
 
 	/**
@@ -144,6 +141,11 @@ export class CaptioningTrigger implements INodeType {
  */
 const NOT_NOW = 'Not accepted now; deliver the event again later.';
 
+/** An event taken without starting the workflow; the reason only for a caller with the token. */
+const notStarted = (reason?: string): IWebhookResponseData => ({
+	webhookResponse: { received: true, started: false, ...(reason ? { reason } : {}) },
+});
+
 /** A new event is tried; a handled one is a duplicate; one whose try n8n has not answered comes back later. */
 async function handleEvent(
 	ctx: IWebhookFunctions,
@@ -152,11 +154,14 @@ async function handleEvent(
 ): Promise<IWebhookResponseData> {
 	const seen = claimEvent(ctx, event);
 	if (seen.kind === 'handled') {
-		const reason =
+		// To a stranger, a new event id for a job already reported is refused like any other: the
+		// answer must not tell which jobs exist.
+		if (!proven) return seen.eventId === event.id ? notStarted() : comeBack(ctx, NOT_NOW);
+		return notStarted(
 			seen.eventId === event.id
 				? `event ${event.id} was already received`
-				: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`;
-		return { webhookResponse: { received: true, started: false, reason } };
+				: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`,
+		);
 	}
 	if (seen.kind === 'underWay')
 		return comeBack(
@@ -192,12 +197,10 @@ async function startWith(
 	// never from a posted body, so a forged event cannot make n8n fetch addresses of its choosing
 	// (or send the key to them). Verify also checks the job was ordered with this trigger's URL.
 	if (verify || attach) {
-		// A delivery that proved itself with the Webhook Secret Token goes first; others do not outrank a workflow's own requests.
-		const priority = proven ? 'high' : 'normal';
 		// The deadline's timer ends with the delivery's answer, whichever comes first.
 		const answered = new AbortController();
 		const read = await Promise.race([
-			readTogether(ctx, event, priority),
+			readTogether(ctx, event, proven),
 			sleep(Math.max(0, deadline - Date.now()), answered.signal).then(
 				() => undefined,
 				() => undefined,

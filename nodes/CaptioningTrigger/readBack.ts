@@ -5,6 +5,10 @@
 // per event. Jobs a read showed final are kept for `recentMs`: an
 // event claiming that status needs no read of its own; any other event is read anew.
 // Readers are per process, workflow, node and credentials; idle ones are dropped.
+// A delivery that did not prove itself with the Webhook Secret Token is a stranger's: its reads go
+// last under the key's rate limits, and a trigger spends at most `strangerReads` a window on them;
+// past that, a stranger's event whose job no recent read showed is not read (the trigger asks the
+// sender to come back), so forged events cannot take the reads the workflows need.
 import type { IWebhookFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
@@ -12,8 +16,8 @@ import type { CaptioningEvent } from '../Captioning/model/events';
 import { isFinal, verificationProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, sleep } from '../Captioning/transport';
+import type { ReadBudget } from '../Captioning/transport/jobs';
 import { readJobsSettled } from '../Captioning/transport/jobs';
-import type { Priority } from '../Captioning/transport/rateLimits';
 
 export const readBackLimits = {
 	/** At most one read-back of a trigger starts in this long: about 4 reads a second at most. */
@@ -25,12 +29,23 @@ export const readBackLimits = {
 	recentJobs: 1000,
 	/** The most pages of the job list one read-back reads (never more than its events). */
 	maxPages: 20,
+	/** The most reads a trigger makes for strangers' events in `strangerWindowMs` (bench: forgedFloodBatchVsAlone). */
+	strangerReads: 20,
+	strangerWindowMs: 60000,
 };
+
+/** A stranger's event that the trigger did not read: its reads for strangers are spent for now. */
+export class NotReadNow extends Error {
+	constructor() {
+		super('Not read: the reads for deliveries without the token are spent for now');
+	}
+}
 
 interface Waiting {
 	ctx: IWebhookFunctions;
 	event: CaptioningEvent;
-	priority: Priority;
+	/** Delivered with the Webhook Secret Token. */
+	proven: boolean;
 	resolve: (result: Job | Error) => void;
 }
 
@@ -42,6 +57,8 @@ interface Reader {
 	recent: Map<string, { job: Job; at: number }>;
 	/** Job ids a recent read found in no job of the workspace (404), with the error: not read again. */
 	unknown: Map<string, { error: Error; at: number }>;
+	/** The reads left for strangers' events in the window that began `since`. */
+	strangers: { left: number; since: number };
 }
 
 /** Per workflow, node and credentials. */
@@ -65,7 +82,13 @@ function readerOf(ctx: IWebhookFunctions): Reader {
 				kept.delete(id);
 			}
 		}
-		if (!r.draining && r.queue.length === 0 && r.recent.size === 0 && r.unknown.size === 0)
+		if (
+			!r.draining &&
+			r.queue.length === 0 &&
+			r.recent.size === 0 &&
+			r.unknown.size === 0 &&
+			now - r.strangers.since >= readBackLimits.strangerWindowMs
+		)
 			readers.delete(key);
 	}
 	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
@@ -82,6 +105,7 @@ function readerOf(ctx: IWebhookFunctions): Reader {
 				lastReadAt: 0,
 				recent: new Map(),
 				unknown: new Map(),
+				strangers: { left: 0, since: 0 },
 			}),
 		);
 	return reader;
@@ -108,22 +132,67 @@ function keep(reader: Reader, job: Job): void {
 	}
 }
 
-/** The event's job as the API returns it (or the error reading it), read with its neighbours. */
+/** The reads left for strangers' events now (a new window's, once the last one ended). */
+function strangersBudget(reader: Reader): ReadBudget {
+	const now = Date.now();
+	if (now - reader.strangers.since >= readBackLimits.strangerWindowMs)
+		reader.strangers = { left: readBackLimits.strangerReads, since: now };
+	return reader.strangers;
+}
+
+/**
+ * The event's job as the API returns it (or the error reading it), read with its neighbours; for a
+ * stranger (not `proven`) once the reads for strangers are spent, NotReadNow without a read.
+ */
 export async function readTogether(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
-	priority: Priority,
+	proven: boolean,
 ): Promise<Job | Error> {
 	const reader = readerOf(ctx);
 	const kept = recentFor(reader, event);
 	if (kept) return kept;
 	const unknown = reader.unknown.get(event.data.id);
 	if (unknown) return unknown.error;
+	if (!proven && strangersBudget(reader).left <= 0) return new NotReadNow();
 	const read = new Promise<Job | Error>((resolve) =>
-		reader.queue.push({ ctx, event, priority, resolve }),
+		reader.queue.push({ ctx, event, proven, resolve }),
 	);
 	if (!reader.draining) void drain(reader);
 	return await read;
+}
+
+/** Reads a batch's jobs together and answers each of its events. */
+async function readBatch(reader: Reader, batch: Waiting[], proven: boolean): Promise<void> {
+	const budget = proven ? undefined : strangersBudget(reader);
+	let read: Map<string, Job | Error>;
+	try {
+		const jobs = batch.map((w) => ({
+			id: w.event.data.id,
+			created_at: String(w.event.data.created_at ?? ''),
+		}));
+		// Read with the credentials of a request still waiting for the answer (the batch's first).
+		read = await readJobsSettled(batch[0].ctx, jobs, {
+			priority: proven ? 'high' : 'low',
+			seen: (job) => keep(reader, job),
+			retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
+			// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
+			maxPages: Math.min(batch.length, readBackLimits.maxPages),
+			budget,
+		});
+	} catch (error) {
+		read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
+	}
+	for (const [id, job] of read) {
+		if (!(job instanceof Error)) keep(reader, job);
+		else if (job instanceof NodeApiError && job.httpCode === '404')
+			reader.unknown.set(id, { error: job, at: Date.now() });
+	}
+	for (const w of batch)
+		w.resolve(
+			read.get(w.event.data.id) ??
+				(budget ? new NotReadNow() : new Error(`job ${w.event.data.id} was not read`)),
+		);
 }
 
 async function drain(reader: Reader): Promise<void> {
@@ -131,33 +200,13 @@ async function drain(reader: Reader): Promise<void> {
 	try {
 		while (reader.queue.length > 0) {
 			await sleep(Math.max(0, reader.lastReadAt + readBackLimits.spacingMs - Date.now()));
-			const batch = reader.queue.splice(0);
+			const waiting = reader.queue.splice(0);
 			reader.lastReadAt = Date.now();
-			// Read with the credentials of a request still waiting for the answer (the batch's first).
-			let read: Map<string, Job | Error>;
-			try {
-				const jobs = batch.map((w) => ({
-					id: w.event.data.id,
-					created_at: String(w.event.data.created_at ?? ''),
-				}));
-				const priority = batch.some((w) => w.priority === 'high') ? 'high' : 'normal';
-				read = await readJobsSettled(batch[0].ctx, jobs, {
-					priority,
-					seen: (job) => keep(reader, job),
-					retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
-					// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
-					maxPages: Math.min(batch.length, readBackLimits.maxPages),
-				});
-			} catch (error) {
-				read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
+			// Proven events first, at the head of the key's reads; strangers' last, within their budget.
+			for (const proven of [true, false]) {
+				const batch = waiting.filter((w) => w.proven === proven);
+				if (batch.length > 0) await readBatch(reader, batch, proven);
 			}
-			for (const [id, job] of read) {
-				if (!(job instanceof Error)) keep(reader, job);
-				else if (job instanceof NodeApiError && job.httpCode === '404')
-					reader.unknown.set(id, { error: job, at: Date.now() });
-			}
-			for (const w of batch)
-				w.resolve(read.get(w.event.data.id) ?? new Error(`job ${w.event.data.id} was not read`));
 			// Events that came meanwhile, whose jobs this read already showed final: answered now.
 			reader.queue = reader.queue.filter((w) => {
 				const job = recentFor(reader, w.event);

@@ -55,6 +55,21 @@ async function start(parameters: IDataObject = {}, key = sb.keys.full, webhookTo
 	return trigger;
 }
 
+const TOKEN = 'the-token';
+
+/** The one answer to a caller without the token, whatever it is refused for. */
+const NOT_NOW = {
+	status: 503,
+	retryAfter: '10',
+	body: { error: 'Not accepted now; deliver the event again later.' },
+};
+
+/** A trigger with the Webhook Secret Token in its credentials; its URL carries it, as Job → Create sends it. */
+async function startProven(parameters: IDataObject = {}) {
+	const t = await start(parameters, sb.keys.full, TOKEN);
+	return { ...t, url: `${t.url}?token=${TOKEN}` };
+}
+
 /** Every delivery answered and every execution it started run to its end. */
 async function settle() {
 	await sb.settleDeliveries();
@@ -187,7 +202,7 @@ describe('events from the service start the workflow', () => {
 	test('handled events are remembered for the redelivery window: a redelivery within it is a duplicate, one after it starts the workflow again', async () => {
 		const window = eventMemory.windowMs;
 		try {
-			const t = await start({ verify: false });
+			const t = await startProven({ verify: false });
 			const event = {
 				id: 'evt_window',
 				object: 'event',
@@ -257,7 +272,7 @@ describe('events from the service start the workflow', () => {
 
 describe('one execution per job and final status', () => {
 	test("the job's event replayed under a new event id → 200, started: false, nothing more started; its own redelivery the same", async () => {
-		const t = await start();
+		const t = await startProven();
 		const id = await order(t.url);
 		sb.completeJob(id);
 		await settle();
@@ -373,14 +388,17 @@ describe('what is refused', () => {
 			'application/json',
 			/data must be the job/,
 		],
-	])('%s → 400 with a reason, nothing emitted', async (_name, body, type, reason) => {
-		const t = await start();
-		const r = await post(t.url, body, type);
-		expect(r.status).toBe(400);
-		expect(r.body.error).toMatch(reason);
-		expect(t.executions).toHaveLength(0);
-		expect(sb.ledger.requests).toHaveLength(0);
-	});
+	])(
+		'%s → 400 with a reason to a caller with the token, nothing emitted',
+		async (_name, body, type, reason) => {
+			const t = await startProven();
+			const r = await post(t.url, body, type);
+			expect(r.status).toBe(400);
+			expect(r.body.error).toMatch(reason);
+			expect(t.executions).toHaveLength(0);
+			expect(sb.ledger.requests).toHaveLength(0);
+		},
+	);
 
 	test('an event for a job of another workspace → 403 with the reason to a caller with the token, nothing emitted', async () => {
 		const t = await start({}, sb.keys.full, 'tok');
@@ -583,7 +601,7 @@ describe('bursts: events that arrive together are read back together', () => {
 	});
 
 	test('a delivery that arrives while the first try of its event is under way is asked to come back; once the first failed, a redelivery starts the workflow', async () => {
-		const t = await start();
+		const t = await startProven();
 		const id = await order(undeliverable(t));
 		const event = completedEvent(id, 'evt_slow_first');
 		sb.completeJob(id);
@@ -625,7 +643,7 @@ describe('bursts: events that arrive together are read back together', () => {
 	});
 
 	test('a delivery that arrives while the first try is under way and then starts the workflow is answered as a duplicate', async () => {
-		const t = await start();
+		const t = await startProven();
 		const id = await order(undeliverable(t));
 		const event = completedEvent(id, 'evt_slow_ok');
 		sb.completeJob(id);
@@ -819,8 +837,11 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 		expect(t.executions).toHaveLength(0);
 	});
 
-	test('a caller without the token gets one and the same answer for every refusal: a job of another workspace, one ordered elsewhere, a status it does not have, a made-up id', async () => {
+	test('a caller without the token gets one and the same answer for every refusal: a job of another workspace, one ordered elsewhere, a status it does not have, a made-up id, a job already reported under a new event id, a body that is no event', async () => {
 		const t = await start();
+		const reported = await order(undeliverable(t));
+		sb.completeJob(reported);
+		expect((await post(t.url, completedEvent(reported, 'evt_reported'))).status).toBe(200);
 		const foreign = sb.completeJob(
 			await order('https://a.example.com/hook', {}, sb.keys.otherWorkspace),
 		);
@@ -847,13 +868,55 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 					data,
 				}),
 			);
-		const one = {
-			status: 503,
-			retryAfter: '10',
-			body: { error: 'Not accepted now; deliver the event again later.' },
-		};
-		expect(answers).toEqual([one, one, one, one]);
-		expect(t.executions).toHaveLength(0);
+		answers.push(await post(t.url, completedEvent(reported, 'evt_reported_again')));
+		answers.push(await post(t.url, { id: 'evt_x', object: 'event', type: 'job.completed' }));
+		expect(answers).toEqual(Array(6).fill(NOT_NOW));
+		expect(t.executions).toHaveLength(1);
+	});
+
+	test("a flood of forged events costs at most the strangers' reads; a real event delivered meanwhile starts one run once the flood has passed", async () => {
+		const { strangerReads, strangerWindowMs } = readBackLimits;
+		readBackLimits.strangerReads = 5;
+		readBackLimits.strangerWindowMs = 600000;
+		try {
+			const t = await start();
+			const real = await order(undeliverable(t));
+			sb.resetLedger();
+			const forged = (n: number) => ({
+				id: `evt_forged_${n}`,
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: {
+					id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+					object: 'job',
+					status: 'completed',
+				},
+			});
+			const answers = [];
+			for (let wave = 0; wave < 10; wave++) {
+				answers.push(
+					...(await Promise.all(
+						Array.from({ length: 20 }, async (_, n) => await post(t.url, forged(wave * 20 + n))),
+					)),
+				);
+				// Completed once the first wave spent the reads (a page it read showed the job queued).
+				if (wave === 0) sb.completeJob(real);
+				if (wave === 4) answers.push(await post(t.url, completedEvent(real, 'evt_real')));
+			}
+			expect(answers).toEqual(Array(201).fill(NOT_NOW));
+			const reads = () =>
+				sb.ledger.requests.filter((r) => r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}');
+			expect(reads()).toHaveLength(5);
+			expect(t.executions).toHaveLength(0);
+			// The window passes; the service delivers the real event again.
+			readBackLimits.strangerWindowMs = 0;
+			expect((await post(t.url, completedEvent(real, 'evt_real'))).status).toBe(200);
+			expect(t.executions).toHaveLength(1);
+			expect(reads()).toHaveLength(6);
+		} finally {
+			Object.assign(readBackLimits, { strangerReads, strangerWindowMs });
+		}
 	});
 });
 
@@ -918,7 +981,7 @@ describe('with Attach Captions the event is answered once stored, then its execu
 	});
 
 	test('a download that finally fails still starts the workflow, with captions_error; a redelivery stays a duplicate', async () => {
-		const t = await start({
+		const t = await startProven({
 			attachCaptions: true,
 			formats: ['srt', 'vtt'],
 			binaryPropertyName: 'data',

@@ -9,6 +9,12 @@ import type { Priority } from './rateLimits';
 
 const PAGE_SIZE = 100;
 
+/** Requests a read may still make (a trigger's reads for strangers): each request takes one. */
+export type ReadBudget = { left: number };
+
+/** Takes one request from the budget, if one is left (always, without a budget). */
+const spend = (budget?: ReadBudget) => !budget || (budget.left > 0 && budget.left-- > 0);
+
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
 export async function readJob(
 	ctx: ApiContext,
@@ -25,8 +31,8 @@ export async function readJob(
 
 /**
  * The job list (GET /jobs, newest first), page after page, following `starting_after` while
- * `has_more`. `pageSize` may shrink a page (e.g. to what a limit still wants). A caller stops
- * reading by leaving the loop.
+ * `has_more` and the budget lasts. `pageSize` may shrink a page (e.g. to what a limit still wants).
+ * A caller stops reading by leaving the loop.
  */
 export async function* jobPages(
 	ctx: ApiContext,
@@ -37,11 +43,12 @@ export async function* jobPages(
 		priority?: Priority;
 		retry?: Partial<RetryPolicy>;
 		pageSize?: (read: number) => number;
+		budget?: ReadBudget;
 	} = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
-	for (;;) {
+	while (spend(options.budget)) {
 		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? PAGE_SIZE };
 		if (startingAfter) qs.starting_after = startingAfter;
 		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', {
@@ -85,6 +92,8 @@ export interface ReadOptions {
 	retry?: Partial<RetryPolicy>;
 	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */
 	maxPages?: number;
+	/** Requests this read may still make: at 0, the jobs not read are left out of the answer. */
+	budget?: ReadBudget;
 }
 
 /**
@@ -98,7 +107,7 @@ export async function readJobsSettled(
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
-	const { position, priority, seen, retry } = options;
+	const { position, priority, seen, retry, budget } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -106,7 +115,7 @@ export async function readJobsSettled(
 		const maxPages = options.maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { position, priority, retry })) {
+			for await (const page of jobPages(ctx, {}, { position, priority, retry, budget })) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -128,13 +137,15 @@ export async function readJobsSettled(
 		}
 	}
 	await Promise.all(
-		[...unseen].map(async (id) => {
-			try {
-				read.set(id, await readJob(ctx, id, { position, priority, retry }));
-			} catch (error) {
-				read.set(id, error as Error);
-			}
-		}),
+		[...unseen]
+			.filter(() => spend(budget))
+			.map(async (id) => {
+				try {
+					read.set(id, await readJob(ctx, id, { position, priority, retry }));
+				} catch (error) {
+					read.set(id, error as Error);
+				}
+			}),
 	);
 	return read;
 }
