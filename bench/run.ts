@@ -2,13 +2,14 @@
 // section a file under bench/figures/. BENCH_ONLY=<name>,<name> runs only those sections.
 //   upload (1-2), batch (3), load (4), wait (5), concurrentUploads (6), binaryRepeat (7),
 //   webhookBatch (8), triggerBurst (9), s3 (10), sharedKey (12), pollOverlap (13), crashBurst (14),
-//   burst600 (15), pollingTrigger (16); 9 and 12-15 run real n8n 2.41.1 (installed into the cache
+//   burst600 (15), pollingTrigger (16), forgedFlood (17); 9 and 12-15 run real n8n 2.41.1 (installed into the cache
 //   if missing).
 import { cpus } from 'node:os';
 
 import { batch } from './figures/batch';
 import { burst600 } from './figures/burst600';
 import { crashBurst } from './figures/crashBurst';
+import { forgedFlood } from './figures/forgedFlood';
 import { binaryRepeat } from './figures/binaryRepeat';
 import { concurrentUploads } from './figures/concurrentUploads';
 import { load } from './figures/load';
@@ -38,6 +39,7 @@ const sections: Section[] = [
 	crashBurst,
 	burst600,
 	pollingTrigger,
+	forgedFlood,
 ];
 
 async function main() {

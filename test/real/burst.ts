@@ -20,6 +20,8 @@ export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
 /** n8n's Webhook node at version 1: under n8n's defaults it pays the expression isolate every other trigger pays. */
 export const BURST_WEBHOOK_V1_WORKFLOW = 'wfBurstWebhookV1';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
+/** The credentials' Webhook Secret Token, as the README sets the trigger up: it travels on the URL. */
+const TOKEN = 'burst-token';
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
 const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
@@ -38,7 +40,7 @@ export async function importBurstWorkflows(
 ): Promise<void> {
 	await n8n.cli([
 		'import:credentials',
-		`--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+		`--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: TOKEN } }])}`,
 	]);
 	const noOp = (id: string) => ({
 		id: `${id}-noop`,
@@ -183,13 +185,14 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
 	await api.waitFor('the burst webhooks', async () =>
-		(await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning`, {})).status === 400
+		(await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, {})).status === 400
 			? true
 			: undefined,
 	);
 	if (captions)
 		await api.waitFor('the captions burst webhook', async () =>
-			(await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`, {})).status === 400
+			(await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning?token=${TOKEN}`, {})).status ===
+			400
 				? true
 				: undefined,
 		);
@@ -236,11 +239,11 @@ const percentile = (xs: number[], p: number) =>
 const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	trigger: {
 		workflowId: BURST_TRIGGER_WORKFLOW,
-		path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning`,
+		path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`,
 	},
 	triggerCaptions: {
 		workflowId: BURST_CAPTIONS_WORKFLOW,
-		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning`,
+		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning?token=${TOKEN}`,
 	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },
