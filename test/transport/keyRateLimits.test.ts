@@ -1,9 +1,10 @@
 // The key's rate limits (transport/rateLimits.ts) and a request's attempts (transport/retries.ts)
 // under jest's fake clock: each rule written at the top of rateLimits.ts, decided by the clock it
 // is given, not by how busy the machine is.
-import type { IN8nHttpFullResponse, INode } from 'n8n-workflow';
+import type { IExecuteFunctions, IN8nHttpFullResponse, INode } from 'n8n-workflow';
 
 import { sendWithRetries } from '../../nodes/Captioning/transport/retries';
+import { serviceOf } from '../../nodes/Captioning/transport/service';
 import {
 	ServiceAskedToWait,
 	KeyRateLimits,
@@ -126,6 +127,23 @@ test('a pace nobody used for a while is forgotten (its memory ends)', async () =
 	await jest.advanceTimersByTimeAsync(rateLimitSettings.idleMs + 1000);
 	rateLimitsFor('key-c');
 	expect(rateLimitsKept()).toBe(1);
+});
+
+test("a run that outlives a limiter's idle time shares its key's limits with the runs that come after", async () => {
+	// A node run's view of its credentials, as n8n's context hands them over.
+	const run = () =>
+		({
+			getCredentials: async () => ({ apiKey: 'sk_long', baseUrl: 'https://api.example.com/v1' }),
+			getNode: () => ({ name: 'Captioning' }),
+		}) as unknown as IExecuteFunctions;
+	const long = await serviceOf(run());
+	const before = long.rateLimits;
+	// Idle past the time a limiter is kept (a Poll wait of 15 minutes): a run that starts now gets another.
+	await jest.advanceTimersByTimeAsync(rateLimitSettings.idleMs + 1000);
+	rateLimitsFor('another key');
+	const later = await serviceOf(run());
+	expect(later.rateLimits).not.toBe(before);
+	expect(long.rateLimits).toBe(later.rateLimits);
 });
 
 test('a longer Retry-After that comes during a hold extends it', async () => {

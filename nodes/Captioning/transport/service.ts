@@ -33,7 +33,8 @@ export interface Service {
 	baseUrl: string;
 	/** A digest of the key and the Base URL: what this process learns of them is kept by it. */
 	identity: string;
-	rateLimits: KeyRateLimits;
+	/** Looked up at each use: a run that outlives an idle limiter shares the one that replaced it. */
+	readonly rateLimits: KeyRateLimits;
 	/** The Webhook Secret Token a Captioning Trigger's deliveries carry, if set. */
 	webhookToken?: string;
 }
@@ -85,7 +86,14 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
 	const webhookToken = String(credentials.webhookToken ?? '') || undefined;
-	return { baseUrl, identity, rateLimits: rateLimitsFor(identity), webhookToken };
+	return {
+		baseUrl,
+		identity,
+		get rateLimits() {
+			return rateLimitsFor(identity);
+		},
+		webhookToken,
+	};
 }
 
 /**
