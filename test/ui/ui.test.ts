@@ -168,7 +168,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 						id: CREDENTIAL_ID,
 						name: 'Captioning account',
 						type: 'captioningApi',
-						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+						data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: 'ui-token' },
 					},
 					{
 						id: S3_CREDENTIAL_ID,
@@ -613,6 +613,8 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		expect((await tryKey(sb.keys.revoked)).text).toMatch(/revoked/);
 		const ok = await tryKey(sb.keys.full);
 		expect(ok.text).toMatch(/Connection tested successfully/i);
+		// The trigger's token lives here, masked, beside the key.
+		await expect(ok.modal.innerText()).resolves.toContain('Webhook Secret Token');
 		await picture('credential-dialog', ok.modal);
 	});
 
