@@ -1,4 +1,4 @@
-// One pace per API key (transport/pacing.ts), in n8n's execution engine against the sandbox: runs
+// One pace per API key (transport/rateLimits.ts), in n8n's execution engine against the sandbox: runs
 // that use the same key at once share what the service allows, whichever node or trigger sends.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
@@ -74,7 +74,7 @@ test('two processes on one workspace (as two queue-mode workers: two paces, no m
 	expect(sb.ledger.charges).toHaveLength(80);
 }, 60000);
 
-test("a trigger's verification read goes before caption downloads waiting in the key's pace", async () => {
+test("a trigger's verification read (a delivery with the Webhook Secret Token) goes before caption downloads waiting in the key's pace", async () => {
 	const trigger = await serveTrigger({
 		nodeType: new CaptioningTrigger(),
 		typeName: 'captioningTrigger',
@@ -85,13 +85,16 @@ test("a trigger's verification read goes before caption downloads waiting in the
 			formats: ['srt'],
 			binaryPropertyName: 'data',
 		},
-		credentials: { captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } },
+		credentials: {
+			captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: 'tok' },
+		},
 	});
+	const url = `${trigger.url}?token=tok`;
 	try {
 		const ids: string[] = [];
 		for (let n = 0; n < 60; n++)
-			ids.push(await orderDirectly(sb, { media_url: `${MEDIA}?n=${n}`, webhook_url: trigger.url }));
-		const late = await orderDirectly(sb, { media_url: `${MEDIA}?late`, webhook_url: trigger.url });
+			ids.push(await orderDirectly(sb, { media_url: `${MEDIA}?n=${n}`, webhook_url: url }));
+		const late = await orderDirectly(sb, { media_url: `${MEDIA}?late`, webhook_url: url });
 		sb.setRateLimits({ readPerSecond: 10 });
 		for (const id of ids) sb.completeJob(id);
 		await sb.settleDeliveries();

@@ -2,6 +2,7 @@
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
 // its turn under the key's rate limits (rateLimits.ts).
 import { takeFirst } from './queue';
+import { sleep } from './sleep';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
 export const DEFAULT_CONCURRENCY = 4;
@@ -60,7 +61,8 @@ export class RunConcurrency {
 			if (released) return;
 			released = true;
 			this.active -= 1;
-			this.grant();
+			// A turn of the event loop later: a request that failed stops the batch first.
+			void sleep(0).then(() => this.grant());
 		};
 	}
 
