@@ -80,7 +80,7 @@ export class CaptioningApi implements ICredentialType {
 		const target = targetOf(options.uri ?? options.url, options.baseURL);
 		if (!target || !underBaseUrl(target, baseUrl)) {
 			throw new Error(
-				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${target ?? "this request's URL"} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
+				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${addressOf(target)} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
 			);
 		}
 		// No redirect is followed with the key: n8n copies Authorization onto a redirect to another origin
@@ -168,6 +168,16 @@ export class CaptioningApi implements ICredentialType {
 }
 
 /** The URL a request goes to: its url resolved against its baseURL when it has one. */
+/** The request's address as an error may show it: no user info, query or fragment (a signature, a token). */
+function addressOf(target: string | undefined): string {
+	try {
+		const url = new URL(target ?? '');
+		return `${url.origin}${url.pathname}`;
+	} catch {
+		return "this request's URL";
+	}
+}
+
 function targetOf(url: string | undefined, baseURL: string | undefined): string | undefined {
 	if (!url) return undefined;
 	try {

@@ -79,6 +79,14 @@ test('authenticate gives the key only to URLs under the Base URL: another host, 
 	await expect(
 		authenticate({ apiKey: 'sk_abc', baseUrl: '' }, { url: 'https://api.example.com/v1/account' }),
 	).rejects.toThrow(/Base URL \(not set\)/);
+	// The refusal names the address, never its query (a presigned link's signature, a token).
+	await expect(
+		authenticate(credentials, {
+			uri: 'https://u:p@bucket.example.net/v1/a.mp4?X-Amz-Signature=abc&token=t#f',
+		}),
+	).rejects.toThrow(
+		/\), and https:\/\/bucket\.example\.net\/v1\/a\.mp4 is not one: nothing was sent\./,
+	);
 });
 
 test('a good key passes, a full and a read-only one alike', async () => {
