@@ -7,7 +7,7 @@ import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigg
 import { readBackLimits } from '../../nodes/CaptioningTrigger/readBack';
 import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 import { serveTrigger } from '../../test/engine/servedTrigger';
-import { orderDirectly, runCaptioning } from '../../test/helpers/captioning';
+import { forgedEvent, orderDirectly, runCaptioning } from '../../test/helpers/captioning';
 import { tlsPair } from '../../test/helpers/https';
 import type { Sandbox } from '../../test/helpers/sandbox';
 import { createSandbox } from '../../test/helpers/sandbox';
@@ -57,24 +57,12 @@ async function measure() {
 		let sent = 0;
 		const posts: Array<Promise<void>> = [];
 		const flood = setInterval(() => {
-			const n = sent++;
-			const event = {
-				id: `evt_forged_${n}`,
-				object: 'event',
-				type: 'job.completed',
-				created_at: new Date().toISOString(),
-				data: {
-					id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-					object: 'job',
-					status: 'completed',
-				},
-			};
 			posts.push(
 				request(trigger.url, {
 					method: 'POST',
 					dispatcher: agent,
 					headers: { 'content-type': 'application/json' },
-					body: JSON.stringify(event),
+					body: JSON.stringify(forgedEvent(sent++)),
 				}).then(async (res) => {
 					await res.body.dump();
 					answers.set(res.statusCode, (answers.get(res.statusCode) ?? 0) + 1);

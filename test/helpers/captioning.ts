@@ -91,3 +91,16 @@ export async function orderDirectly(
 	});
 	return ((await res.json()) as { id: string }).id;
 }
+
+/** The n-th forged completion event: a made-up job id no workspace holds, as a stranger would post it. */
+export const forgedEvent = (n: number) => ({
+	id: `evt_forged_${n}`,
+	object: 'event',
+	type: 'job.completed',
+	created_at: new Date().toISOString(),
+	data: {
+		id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+		object: 'job',
+		status: 'completed',
+	},
+});

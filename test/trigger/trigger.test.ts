@@ -13,7 +13,7 @@ import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 import { binaryDataService } from '../engine/workflow';
 import type { ServedTrigger } from '../engine/servedTrigger';
 import { serveTrigger } from '../engine/servedTrigger';
-import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
+import { forgedEvent, MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { httpReceiver, tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -825,13 +825,8 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 
 	test('forged events with made-up job ids: each unknown id is read once, however often it is posted', async () => {
 		const t = await start();
-		const forged = (n: number) => ({
-			id: `evt_forged_${n}`,
-			object: 'event',
-			type: 'job.completed',
-			created_at: new Date().toISOString(),
-			data: { id: '00000000-0000-4000-8000-000000000000', object: 'job', status: 'completed' },
-		});
+		// Five events, one made-up job.
+		const forged = (n: number) => ({ ...forgedEvent(n), data: forgedEvent(0).data });
 		for (let n = 0; n < 5; n++) expect((await post(t.url, forged(n))).status).toBe(503);
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
 		expect(t.executions).toHaveLength(0);
@@ -882,22 +877,14 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 			const t = await start();
 			const real = await order(undeliverable(t));
 			sb.resetLedger();
-			const forged = (n: number) => ({
-				id: `evt_forged_${n}`,
-				object: 'event',
-				type: 'job.completed',
-				created_at: new Date().toISOString(),
-				data: {
-					id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
-					object: 'job',
-					status: 'completed',
-				},
-			});
 			const answers = [];
 			for (let wave = 0; wave < 10; wave++) {
 				answers.push(
 					...(await Promise.all(
-						Array.from({ length: 20 }, async (_, n) => await post(t.url, forged(wave * 20 + n))),
+						Array.from(
+							{ length: 20 },
+							async (_, n) => await post(t.url, forgedEvent(wave * 20 + n)),
+						),
 					)),
 				);
 				// Completed once the first wave spent the reads (a page it read showed the job queued).
