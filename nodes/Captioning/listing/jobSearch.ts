@@ -4,8 +4,7 @@ import type { IDataObject, ILoadOptionsFunctions, INodeListSearchResult } from '
 
 import type { Job, JobList } from '../model/types';
 import { apiRequest } from '../transport';
-
-const PAGE_SIZE = 100;
+import { PAGE_SIZE } from '../transport/jobs';
 
 /** '2026-11-26 14:03 UTC' */
 function when(date: string): string {

@@ -7,7 +7,8 @@ import type { ApiContext, RetryPolicy } from './index';
 import { apiRequest, segment } from './index';
 import type { Priority } from './rateLimits';
 
-const PAGE_SIZE = 100;
+/** Jobs a page of the list holds: the most `limit` may ask for (shared/DESIGN.md, read endpoints). */
+export const PAGE_SIZE = 100;
 
 /** Requests a read may still make (a trigger's reads for strangers): each request takes one. */
 export type ReadBudget = { left: number };
