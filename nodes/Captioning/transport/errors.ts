@@ -5,6 +5,7 @@ import type { IExecuteFunctions, IN8nHttpFullResponse, INode, JsonObject } from 
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { ServiceError } from '../model/types';
+import { rateLimitSettings } from './rateLimits';
 import { withoutSignatures, withoutToken } from './secrets';
 
 const ADVICE: Record<string, string> = {
@@ -27,8 +28,7 @@ const ADVICE: Record<string, string> = {
 	'503':
 		'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
 	once: 'It was not sent again: an order without an Idempotency-Key is never resent, so that it cannot be paid twice. Run again in a little while, or set Idempotency to Automatic.',
-	asked:
-		'The service asked this API key to wait longer than the node holds it (60 s), so it was not sent again. Run again after that time.',
+	asked: `The service asked this API key to wait longer than the node holds it (${rateLimitSettings.maxHoldMs / 1000} s), so it was not sent again. Run again after that time.`,
 	'3xx':
 		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
 	'5xx':
