@@ -9,7 +9,7 @@ import { node } from '../engine/workflow';
 import type { WaitingExecution } from '../engine/waiting';
 import { runUntilWaiting } from '../engine/waiting';
 import { inPlaceWait } from '../../nodes/Captioning/waiting/webhook';
-import { MEDIA, runCaptioning } from '../helpers/captioning';
+import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
@@ -130,14 +130,55 @@ test('a batch of 150: an event reads the open jobs, never the whole batch, until
 	await sb.settleDeliveries();
 	const done = await w.resumed;
 	expect(done.output('Captioning').map((i) => i.json.status)).toEqual(Array(150).fill('completed'));
-	// The last: the open lists (empty), then the batch (two pages).
+	// The last: a page of each open list (empty), then the batch (two pages), which decides.
 	expect(sb.ledger.requests.map((r) => r.query.status ?? 'all')).toEqual([
 		'processing',
 		'queued',
-		'processing',
 		'all',
 		'all',
 	]);
+}, 30000);
+
+test('a batch left queued: after the first event the queued list is read first, one read an event', async () => {
+	const w = await orderAndWait(urls(20));
+	const order = jobIds();
+	sb.resetLedger();
+	for (const id of order.slice(0, 19)) {
+		sb.completeJob(id);
+		await sb.settleDeliveries();
+	}
+	expect(sb.ledger.requests.map((r) => r.query.status)).toEqual([
+		'processing',
+		...Array(19).fill('queued'),
+	]);
+	sb.resetLedger();
+	sb.completeJob(order[19]);
+	await sb.settleDeliveries();
+	expect((await w.resumed).output('Captioning')).toHaveLength(20);
+	expect(sb.ledger.requests.map((r) => r.query.status ?? 'all')).toEqual([
+		'queued',
+		'processing',
+		'all',
+	]);
+}, 30000);
+
+test("a job of the batch that the open lists' first pages do not show is still waited for: the batch as read decides", async () => {
+	const w = await orderAndWait(urls(3));
+	const order = jobIds();
+	// 100 newer open jobs of another workflow push the batch's last job off the first page.
+	for (let n = 0; n < 100; n++) await orderDirectly(sb, { media_url: `${MEDIA}?newer=${n}` });
+	sb.completeJob(order[0]);
+	sb.completeJob(order[1]);
+	await sb.settleDeliveries();
+	expect(w.answers.map((a) => [a.status, (a.body as IDataObject).resumed])).toEqual([
+		[200, false],
+		[200, false],
+	]);
+	sb.completeJob(order[2]);
+	await sb.settleDeliveries();
+	expect((await w.resumed).output('Captioning').map((i) => i.json.status)).toEqual(
+		Array(3).fill('completed'),
+	);
 }, 30000);
 
 test('the last two events at the same moment: both answered 200, one resume', async () => {

@@ -1,7 +1,8 @@
 // On Webhook's resume (waiting/webhook.ts orders and sleeps): each event of a waiting execution.
 // While a job ordered with this execution's URL is open, the event is answered and the execution
 // sleeps on; once none is, the batch is read back from the job list (each job's URL names its
-// items) and handed on, paired with the items.
+// items) and handed on, paired with the items. What decides is always the batch as read last: the
+// first pages of the open lists only spare that read while a job is plainly still open.
 import type {
 	IDataObject,
 	INodeExecutionData,
@@ -21,24 +22,26 @@ import { itemsOf } from './webhook';
 const orderedHere = (job: Job, path: string) =>
 	webhookOwnPath(String(job.options?.webhook_url ?? '')) === path;
 
+/** Per waiting execution (its URL's path): the open list that last held one of its jobs. */
+const openListOf = new Map<string, 'queued' | 'processing'>();
+const OPEN_LISTS_KEPT = 1000;
+
 /**
- * A job ordered with this execution's URL that is queued or processing now, if any. The processing
- * list's first page usually holds one (a read an event); only when it does not are the lists read
- * whole: queued before processing, as a status only moves forward (a job that leaves the queued
- * list after it was read is in the processing list read after it, or final).
+ * A job ordered with this execution's URL that the first page of an open list shows, if any: the
+ * list that held one last time first (a read an event while the batch runs), then the other.
  */
 async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
-	const lists = [
-		{ status: 'processing', pages: 1 },
-		{ status: 'queued', pages: Infinity },
-		{ status: 'processing', pages: Infinity },
-	];
-	for (const { status, pages } of lists) {
-		let read = 0;
+	const first = openListOf.get(path) ?? 'processing';
+	for (const status of [first, first === 'queued' ? 'processing' : 'queued'] as const) {
 		for await (const page of jobPages(ctx, { status }, { priority: 'high' })) {
 			const open = page.find((job) => orderedHere(job, path));
-			if (open) return open;
-			if (++read >= pages) break;
+			if (open) {
+				openListOf.delete(path);
+				openListOf.set(path, status);
+				if (openListOf.size > OPEN_LISTS_KEPT) openListOf.delete(openListOf.keys().next().value!);
+				return open;
+			}
+			break;
 		}
 	}
 	return undefined;
@@ -116,6 +119,11 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 		}
 		if (open) return { webhookResponse: { received: true, resumed: false } };
 		read = await readBatch(this, path);
+		// A job of the batch still open (on a later page of its list, or it moved on since): its own
+		// event resumes the execution.
+		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
+		if (stillOpen && stillOpen.id !== event.data.id)
+			return { webhookResponse: { received: true, resumed: false } };
 		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
 		own ??= orderedHereOrNot(await readJob(this, event.data.id, { priority: 'high' }), path);
 	} catch (error) {
