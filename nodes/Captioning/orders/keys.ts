@@ -1,14 +1,14 @@
-// The Idempotency-Key of an order: what "the same order" is (docs/paying-once.md).
-// The same order is the same CreateJob body, sent by the same node of the same workflow, where a
-// file counts by its bytes (SHA-256) and not by the upload that carried it. Never the item's
-// position (a listing that gains a file in front would pay again) nor the execution's id (every
-// Retry would pay again). With Idempotency: Automatic that is the whole key, so every repeat (a
-// retry, the execution's Retry, a re-run) replays the first order.
+// What "the same order" is, in one place (docs/paying-once.md): its key, its tag, and which jobs
+// are it. The same order is the same CreateJob body, sent by the same node of the same workflow,
+// where a file counts by its bytes (SHA-256) and not by the upload that carried it. Never the
+// item's position (a listing that gains a file in front would pay again) nor the execution's id
+// (every Retry would pay again).
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
-import type { CreateJobBody } from '../model/types';
+import type { CreateJobBody, Job } from '../model/types';
+import type { Order } from './runOrders';
 
 const KEY_RULE = /^[!-~]{1,255}$/;
 
@@ -26,18 +26,11 @@ export function canonicalJson(value: unknown): string {
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
-/** The order as the service sees it, a file counting by its bytes rather than its upload id. */
-export function orderIdentity(body: CreateJobBody, fileSha256?: string): string {
-	if (fileSha256 === undefined) return canonicalJson(body);
-	const rest: IDataObject = { ...body };
-	delete rest.upload_id;
-	return canonicalJson({ ...rest, file: { sha256: fileSha256 } });
-}
-
-/** Automatic's key: this workflow, this node, this order; the same for every repeat of it. */
-export function automaticKey(ctx: IExecuteFunctions, identity: string): string {
-	const node = ctx.getNode();
-	return `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n')).slice(0, 48)}`;
+/** The body without its Webhook URL (an On Webhook order's is the execution's own resume URL). */
+export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
+	const rest = { ...body };
+	delete rest.webhook_url;
+	return rest;
 }
 
 /**
@@ -46,13 +39,99 @@ export function automaticKey(ctx: IExecuteFunctions, identity: string): string {
  */
 export const ORDER_TAG = 'n8n_order';
 
+/** What names an order: its key, its tag, which jobs are it, and how errors name it. */
+export interface OrderNames {
+	key: string;
+	/** The key is the user's Custom Key. */
+	custom: boolean;
+	/**
+	 * Its one name, from the key and what it orders (the body, an On Webhook order's without its
+	 * Webhook URL; a file by its SHA-256, an S3 Object by its address and version): the `n8n_order`
+	 * metadata a repeat finds it by, and what the node context and n8n's deduplication store keep
+	 * of it (never the order itself).
+	 */
+	tag: string;
+	/** Whether a job is this order (a file's: `uploadId`, the upload this execution made for it). */
+	matches: (job: Job, uploadId?: string) => boolean;
+	/** The order as errors name it: its title and media, as the user gave them. */
+	named: string;
+	/** Its media as the user named it. */
+	media: string;
+}
+
+/** An order's names. Automatic's key is this workflow, this node and the order: the same for every repeat. */
+export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: string): OrderNames {
+	const rest: IDataObject = {
+		...(order.wait === 'webhook' ? withoutWebhookUrl(order.body) : order.body),
+	};
+	if (fileSha256 !== undefined) {
+		delete rest.upload_id;
+		rest.file = { sha256: fileSha256 };
+	}
+	if (order.s3)
+		Object.assign(rest, { s3: order.s3.checked!.url, version: order.s3.checked!.version });
+	const identity = canonicalJson(rest);
+	const node = ctx.getNode();
+	const key =
+		order.idempotency === 'custom'
+			? order.customKey!
+			: `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n')).slice(0, 48)}`;
+	const tag = sha256(`${key}\n${identity}`).slice(0, 40);
+	const media = order.s3
+		? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
+		: order.file
+			? `the file ${order.file.fileName}`
+			: order.body.upload_id !== undefined
+				? `upload ${order.body.upload_id}`
+				: `${order.body.media_url}`;
+	return {
+		key,
+		custom: order.idempotency === 'custom',
+		tag,
+		matches: (job, uploadId) => isOrder(job, order, tag, uploadId),
+		named: `${order.body.title ? `"${order.body.title}" ` : ''}of ${media}`,
+		media,
+	};
+}
+
+const OPTION_FIELDS = [
+	'style',
+	'model',
+	'speaker_labels',
+	'speaker_label_style',
+	'atmospherics',
+	'profanity',
+	'glossary',
+] as const;
+
 /**
- * The order's tag: its one name, from its key and what it orders. It is the `n8n_order` metadata
- * a repeat finds the order by, and what the node context and n8n's deduplication store keep of it
- * (never the order itself).
+ * Whether a job is the order of this tag. A tagged job is compared by its tag alone. A job the
+ * workspace took untagged (one metadata key too many) counts by its media (a file by `uploadId`,
+ * the upload this execution made for it), title, metadata and every option the order sets, the
+ * Webhook URL aside.
  */
-export function orderTag(key: string, identity: string): string {
-	return sha256(`${key}\n${identity}`).slice(0, 40);
+function isOrder(job: Job, order: Order, tag: string, uploadId?: string): boolean {
+	const jobTag = job.metadata?.[ORDER_TAG];
+	if (jobTag !== undefined) return jobTag === tag;
+	const body = withoutWebhookUrl(order.body);
+	const media = order.s3
+		? job.media?.url === order.s3.checked!.url
+		: order.file
+			? job.media?.upload_id === uploadId
+			: body.upload_id !== undefined
+				? job.media?.upload_id === body.upload_id
+				: job.media?.url === body.media_url;
+	if (!media || (body.title !== undefined && job.title !== body.title)) return false;
+	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
+	const options = (job.options ?? {}) as IDataObject;
+	const same = (value: unknown, sent: unknown) =>
+		sent === undefined || canonicalJson(value) === canonicalJson(sent);
+	return (
+		OPTION_FIELDS.every((f) => same(options[f], body[f])) &&
+		Object.entries(body.redactions ?? {}).every(([k, v]) =>
+			same((options.redactions as IDataObject | undefined)?.[k], v),
+		)
+	);
 }
 
 export function checkCustomKey(ctx: IExecuteFunctions, itemIndex: number, key: string): string {

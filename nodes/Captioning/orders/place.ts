@@ -8,9 +8,7 @@
 // is read (probed, hashed, uploaded) within the run's Concurrency; the node context keeps, by tag,
 // what a Retry needs (the upload of a file order), never the order itself.
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
-import { createHash } from 'node:crypto';
 
-import type { InputFile } from '../media/binary';
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
 import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
@@ -21,11 +19,9 @@ import { withoutToken } from '../transport/secrets';
 import { serviceOf } from '../transport/service';
 import { explainConflict, isConflict, maybeOrdered, notFound } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
-import { sameOrder, withoutWebhookUrl } from './runOrders';
-import { automaticKey, canonicalJson, ORDER_TAG, orderIdentity, orderTag } from './keys';
+import type { OrderNames } from './keys';
+import { namesOf, ORDER_TAG } from './keys';
 import { tagFits, tagRefused } from './metadataLimits';
-
-const digest = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
 /** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
 function kept(ctx: IExecuteFunctions): {
@@ -49,73 +45,41 @@ function signedLink(order: Order): string {
 	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date());
 }
 
-/** An On Webhook order as the same order: without its Webhook URL, this execution's own resume URL. */
-function sameOrderBody(order: Order): CreateJobBody {
-	return order.wait === 'webhook' ? withoutWebhookUrl(order.body) : order.body;
-}
-
-/** The item's key and tag (orders/keys.ts), from the order and the file's SHA-256. */
-function keyOf(ctx: IExecuteFunctions, order: Order, sha?: string): { key: string; tag: string } {
-	const identity = order.s3
-		? canonicalJson({
-				...sameOrderBody(order),
-				s3: order.s3.checked!.url,
-				version: order.s3.checked!.version,
-			})
-		: orderIdentity(sameOrderBody(order), sha);
-	const key = order.idempotency === 'custom' ? order.customKey! : automaticKey(ctx, identity);
-	return { key, tag: orderTag(key, identity) };
-}
-
-/** A file as a keyed order reads it: its SHA-256, and its upload where it was never sent. */
+/** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */
 interface ReadFile {
-	sha: string;
+	sha?: string;
 	uploadId?: string;
+	upload: () => Promise<string>;
 }
 
 /**
- * A keyed Binary File order's file, within the run's Concurrency for files. The size and first MiB,
- * recorded in n8n's deduplication store (a hint), tell a file never sent (uploaded at once, hashed
- * on its way: one read) from one that may have been (hashed first, uploaded only if its order was
- * never sent).
- * A file with a binary-store id is hashed once an execution.
+ * A file order's file, read within the run's Concurrency for files. Without a key it is uploaded
+ * when the order is sent. With one, the size and first MiB, recorded in n8n's deduplication store
+ * (a hint), tell a file never sent (uploaded at once, hashed on its way: one read) from one that
+ * may have been (hashed first, uploaded only if its order was never sent). A file with a
+ * binary-store id is hashed once an execution.
  */
 async function readFile(
 	ctx: IExecuteFunctions,
 	i: number,
-	file: InputFile,
+	order: Order,
 	orders: RunOrders,
 ): Promise<ReadFile> {
+	const file = order.file!;
+	const upload = async () =>
+		await orders.readingFile(i, file, async (reading) => (await uploadFile(ctx, reading, i)).id);
+	if (order.idempotency === 'none') return { upload };
 	const { digests } = kept(ctx);
 	const known = file.binaryId ? digests[file.binaryId] : undefined;
-	if (known) return { sha: known };
+	if (known) return { sha: known, upload };
 	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
 	return await orders.readingFile(i, file, async (reading) => {
 		if (await orders.maybeSent(`probe ${await fileProbe(reading)}`))
-			return { sha: remember(await fileSha256(reading)) };
+			return { sha: remember(await fileSha256(reading)), upload };
 		const hashing = hashingReads(reading);
 		const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
-		return { sha: remember(hashing.sha256()), uploadId };
+		return { sha: remember(hashing.sha256()), uploadId, upload };
 	});
-}
-
-/**
- * Whether a job is this order: its tag names the whole order. An order the workspace took untagged
- * (one metadata key too many) counts by its media and options, the Webhook URL aside; a file by
- * the upload this execution made for it.
- */
-function isThisOrder(ctx: IExecuteFunctions, job: Job, order: Order, tag: string): boolean {
-	const jobTag = job.metadata?.[ORDER_TAG];
-	if (jobTag !== undefined) return jobTag === tag;
-	const { body } = order;
-	const media = order.s3
-		? job.media?.url === order.s3.checked!.url
-		: order.file
-			? job.media?.upload_id === kept(ctx).uploads[tag]
-			: body.upload_id !== undefined
-				? job.media?.upload_id === body.upload_id
-				: job.media?.url === body.media_url;
-	return media && sameOrder(job, withoutWebhookUrl(body));
 }
 
 /** The earlier job of this order, answered as its replay (an On Webhook one ordered by another execution says so). */
@@ -144,23 +108,16 @@ async function bodyOf(
 	i: number,
 	order: Order,
 	tag: string,
-	orders: RunOrders,
-	uploadId?: string,
+	file?: ReadFile,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
 	const { identity, webhookToken } = await serviceOf(ctx, i);
 	withWebhookToken(body, webhookToken);
 	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
-	if (order.file) {
+	if (file) {
 		const { uploads } = kept(ctx);
-		uploads[tag] ??=
-			uploadId ??
-			(await orders.readingFile(
-				i,
-				order.file,
-				async (file) => (await uploadFile(ctx, file, i)).id,
-			));
+		uploads[tag] ??= file.uploadId ?? (await file.upload());
 		body.upload_id = uploads[tag];
 	}
 	if (order.s3) body.media_url = signedLink(order);
@@ -169,8 +126,9 @@ async function bodyOf(
 
 /**
  * Sends the order once. With a key: a repeat gets its earlier order back unsent, or stops where
- * that is not found; a first order is POSTed, guarded by the key. Without one, a Retry On Fail (or
- * the execution's Retry) reads back the job this execution already ordered.
+ * that is not found; a first order is POSTed, guarded by the key; equal orders of a run are one
+ * POST. Without one, a Retry On Fail (or the execution's Retry) reads back the job this execution
+ * already ordered.
  */
 export async function placeOrder(
 	ctx: IExecuteFunctions,
@@ -178,39 +136,52 @@ export async function placeOrder(
 	order: Order,
 	orders: RunOrders,
 ): Promise<Placed> {
-	if (order.idempotency === 'none') return await placeWithoutKey(ctx, i, order, orders);
-	const file = order.file ? await readFile(ctx, i, order.file, orders) : undefined;
-	const { key, tag } = keyOf(ctx, order, file?.sha);
-	const thisOrder = (job: Job) => isThisOrder(ctx, job, order, tag);
-	return await orders.shared(tag, async () => {
-		const hint = `order ${tag}`;
-		if (await orders.maybeSent(hint)) {
-			const earlier = await orders.earlier(thisOrder);
-			if (earlier) return replayOf(earlier, order);
-			throw notFound(ctx, i, order, tag);
-		}
-		let body: CreateJobBody;
-		try {
-			body = await bodyOf(ctx, i, order, tag, orders, file?.uploadId);
-		} catch (error) {
-			await orders.notSent(hint);
-			throw error as NodeApiError;
-		}
-		let unanswered = false;
-		try {
-			return await post(ctx, i, body, key, () => (unanswered = true));
-		} catch (error) {
-			// Every attempt refused (the service's answer taken at its word) or never sent (the batch
-			// stopped first, the host unreachable): nothing was ordered. A 409 names an earlier order.
-			if (!unanswered && !isConflict(error)) await orders.notSent(hint);
-			if (!isConflict(error)) throw error as NodeApiError;
-			// The key's earlier order differs from this body only in what this execution has (its On
-			// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
-			const earlier = await orders.earlier(thisOrder, true);
-			if (earlier) return replayOf(earlier, order);
-			throw explainConflict(error, order);
-		}
-	});
+	const file = order.file ? await readFile(ctx, i, order, orders) : undefined;
+	const names = namesOf(ctx, order, file?.sha);
+	if (order.idempotency === 'none') return await placeWithoutKey(ctx, i, order, names.tag, file);
+	const first = orders.underWay.get(names.tag);
+	if (first) return { ...(await first), replayed: true };
+	const placing = placeKeyed(ctx, i, order, orders, names, file);
+	orders.underWay.set(names.tag, placing);
+	return await placing;
+}
+
+async function placeKeyed(
+	ctx: IExecuteFunctions,
+	i: number,
+	order: Order,
+	orders: RunOrders,
+	{ key, tag, matches, named, media, custom }: OrderNames,
+	file?: ReadFile,
+): Promise<Placed> {
+	const thisOrder = (job: Job) => matches(job, kept(ctx).uploads[tag]);
+	const hint = `order ${tag}`;
+	if (await orders.maybeSent(hint)) {
+		const earlier = await orders.earlier(thisOrder);
+		if (earlier) return replayOf(earlier, order);
+		throw notFound(ctx, i, named, tag);
+	}
+	let body: CreateJobBody;
+	try {
+		body = await bodyOf(ctx, i, order, tag, file);
+	} catch (error) {
+		await orders.notSent(hint);
+		throw error as NodeApiError;
+	}
+	let unanswered = false;
+	try {
+		return await post(ctx, i, body, key, () => (unanswered = true));
+	} catch (error) {
+		// Every attempt refused (the service's answer taken at its word) or never sent (the batch
+		// stopped first, the host unreachable): nothing was ordered. A 409 names an earlier order.
+		if (!unanswered && !isConflict(error)) await orders.notSent(hint);
+		if (!isConflict(error)) throw error as NodeApiError;
+		// The key's earlier order differs from this body only in what this execution has (its On
+		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
+		const earlier = await orders.earlier(thisOrder, true);
+		if (earlier) return replayOf(earlier, order);
+		throw explainConflict(error, media, custom ? key : undefined);
+	}
 }
 
 /**
@@ -246,42 +217,34 @@ async function post(
 	}
 }
 
+/**
+ * An order without a key. The node context keeps its job by item and tag for this execution, so
+ * that a Retry On Fail (or the execution's Retry) reads it back rather than order again.
+ */
 async function placeWithoutKey(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
-	orders: RunOrders,
+	tag: string,
+	file?: ReadFile,
 ): Promise<Placed> {
+	const context = ctx.getContext('node') as IDataObject;
+	const ordered = (context.captioningOrders ??= {}) as Record<string, string>;
+	const mark = `${i}:${tag}`;
+	if (ordered[mark])
+		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
 	const body = { ...order.body };
 	withWebhookToken(body, (await serviceOf(ctx, i)).webhookToken);
-	const { uploads } = kept(ctx);
-	const mark = `${i}:${digest(canonicalJson(sameOrderBody(order)))}`;
-	if (order.file) {
-		// Kept for this execution and item only, so that a Retry On Fail sends the same order.
-		uploads[mark] ??= await orders.readingFile(
-			i,
-			order.file,
-			async (file) => (await uploadFile(ctx, file, i)).id,
-		);
-		body.upload_id = uploads[mark];
-	}
+	if (file) body.upload_id = kept(ctx).uploads[mark] ??= await file.upload();
 	if (order.s3) body.media_url = signedLink(order);
-	const ordered = (ctx.getContext('node') as IDataObject).captioningOrders as
-		| Record<string, string>
-		| undefined;
-	const orderedAs = ordered?.[mark];
-	if (orderedAs) return { job: await readJob(ctx, orderedAs, { itemIndex: i }), replayed: true };
-	let response;
 	try {
-		response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			itemIndex: i,
 		});
+		ordered[mark] = response.body.id;
+		return { job: response.body, replayed: false };
 	} catch (error) {
 		throw maybeOrdered(error, body);
 	}
-	((ctx.getContext('node') as IDataObject).captioningOrders ??= {}) as Record<string, string>;
-	((ctx.getContext('node') as IDataObject).captioningOrders as Record<string, string>)[mark] =
-		response.body.id;
-	return { job: response.body, replayed: false };
 }

@@ -8,6 +8,7 @@ import type { CreateJobBody } from '../model/types';
 import type { Order } from './runOrders';
 import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
+import { PAGE_SIZE } from '../transport/jobs';
 
 /** Whether the service answered (an HTTP status): n8n names a network failure's code as httpCode too. */
 function answered(error: unknown): boolean {
@@ -36,14 +37,6 @@ export function isConflict(error: unknown): error is NodeApiError {
 	);
 }
 
-/** The order's media, as the user named it. */
-function mediaOf(order: Order): string {
-	if (order.s3) return `s3://${order.s3.object.bucket}/${order.s3.object.key}`;
-	if (order.file) return `the file ${order.file.fileName}`;
-	if (order.body.upload_id !== undefined) return `upload ${order.body.upload_id}`;
-	return `${order.body.media_url}`;
-}
-
 /** How to order again on purpose, for the key in use. */
 const orderAgain =
 	'To order it again on purpose, set Idempotency to Custom Key with a key not used before (e.g. its file ID followed by -v2).';
@@ -56,16 +49,15 @@ const orderAgain =
 export function notFound(
 	ctx: IExecuteFunctions,
 	itemIndex: number,
-	order: Order,
+	named: string,
 	tag: string,
 ): NodeOperationError {
-	const title = order.body.title ? `"${order.body.title}" ` : '';
 	return new NodeOperationError(
 		ctx.getNode(),
-		`The order ${title}of ${mediaOf(order)} may have been placed before, and was not found`,
+		`The order ${named} may have been placed before, and was not found`,
 		{
 			itemIndex,
-			description: `This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * 100} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
+			description: `This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
 		},
 	);
 }
@@ -75,13 +67,12 @@ export function notFound(
  * Key used for another order; with Automatic, an earlier order of this node that the lookup did
  * not find.
  */
-export function explainConflict(error: unknown, order: Order): unknown {
+export function explainConflict(error: unknown, media: string, customKey?: string): unknown {
 	if (!isConflict(error)) return error;
-	const media = mediaOf(order);
 	error.description =
-		order.idempotency === 'custom'
-			? `The Idempotency Key "${order.customKey}" was used before for a different order than ${media} with these options (or by another workflow). A key names one order: use one per media (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order again on purpose. Nothing was ordered twice.`
-			: `This node ordered ${media} before, but that job is not among the newest ${LOOKUP_PAGES * 100} jobs, so the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many. ${orderAgain}`;
+		customKey !== undefined
+			? `The Idempotency Key "${customKey}" was used before for a different order than ${media} with these options (or by another workflow). A key names one order: use one per media (e.g. its Drive file ID or S3 ETag), or put a version in it (…-v2) to order again on purpose. Nothing was ordered twice.`
+			: `This node ordered ${media} before, but that job is not among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs, so the service refused a second order: nothing was ordered twice. Find the first job with Job → Get Many. ${orderAgain}`;
 	return error;
 }
 

@@ -2,7 +2,7 @@
 // newest jobs of the workspace read for a repeat's lookup (one scan for the whole run),
 // Concurrency for the files it reads, and the orders under way, so that equal orders of a batch
 // are one POST.
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
@@ -10,9 +10,7 @@ import type { CheckedObject } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
 import { concurrencyOf, DEFAULT_CONCURRENCY, RunConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
-import { withoutToken } from '../transport/secrets';
 import type { S3Access, S3Object } from '../transport/s3';
-import { canonicalJson, ORDER_TAG } from './keys';
 import { SentBefore } from './sentBefore';
 
 /**
@@ -47,7 +45,8 @@ export interface Placed {
 /** What the orders of one node run share: the hints, the lookups, the files read, the orders under way. */
 export class RunOrders {
 	private readonly sentBefore: SentBefore | undefined;
-	private readonly underWay = new Map<string, Promise<Placed>>();
+	/** The orders of this run by tag: equal orders of a batch share the first one's job. */
+	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: JobScan | undefined;
 	private fileSlots: RunConcurrency | undefined;
 	private readonly wholeFileSlot: RunConcurrency;
@@ -101,15 +100,6 @@ export class RunOrders {
 		const scan = fresh ? new JobScan(this.ctx) : (this.scan ??= new JobScan(this.ctx));
 		return await scan.find(match);
 	}
-
-	/** One POST per order (its tag) in a run: equal orders of a batch share the first one's job (the others as replays). */
-	async shared(tag: string, place: () => Promise<Placed>): Promise<Placed> {
-		const first = this.underWay.get(tag);
-		if (first) return { ...(await first), replayed: true };
-		const placing = place();
-		this.underWay.set(tag, placing);
-		return await placing;
-	}
 }
 
 /** The newest jobs of the workspace, newest first, read a page at a time while lookups need more. */
@@ -145,47 +135,4 @@ class JobScan {
 		if (!page.done) this.jobs.push(...page.value);
 		this.done = page.done === true || ++this.pagesRead >= LOOKUP_PAGES;
 	}
-}
-
-/** The body without its Webhook URL (an On Webhook order's is the execution's own resume URL). */
-export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
-	const rest = { ...body };
-	delete rest.webhook_url;
-	return rest;
-}
-
-/** Whether a job is this order (the source aside): title, metadata (the tag aside) and every option the order sets. */
-export function sameOrder(job: Job, body: CreateJobBody): boolean {
-	if (body.title !== undefined && job.title !== body.title) return false;
-	// The job's metadata as the order's own: without the tag the node adds.
-	const metadata = { ...(job.metadata ?? {}) };
-	delete metadata[ORDER_TAG];
-	if (canonicalJson(metadata) !== canonicalJson(body.metadata ?? {})) return false;
-	const options = (job.options ?? {}) as IDataObject;
-	const fields = [
-		'style',
-		'model',
-		'speaker_labels',
-		'speaker_label_style',
-		'atmospherics',
-		'profanity',
-		'glossary',
-		'webhook_url',
-	] as const;
-	// Jobs come back with a Webhook URL's token masked: compared masked.
-	const sent = {
-		...body,
-		webhook_url: body.webhook_url === undefined ? undefined : withoutToken(body.webhook_url),
-	};
-	if (
-		fields.some(
-			(f) => sent[f] !== undefined && canonicalJson(options[f]) !== canonicalJson(sent[f]),
-		)
-	)
-		return false;
-	if (body.redactions === undefined) return true;
-	const redactions = (options.redactions ?? {}) as IDataObject;
-	return Object.entries(body.redactions).every(
-		([k, v]) => canonicalJson(redactions[k]) === canonicalJson(v),
-	);
 }

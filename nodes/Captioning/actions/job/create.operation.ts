@@ -13,7 +13,7 @@ import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
 import { batchingField } from '../batching';
 import { batchOf } from '../batchState';
-import { canonicalJson, checkCustomKey } from '../../orders/keys';
+import { canonicalJson, checkCustomKey, withoutWebhookUrl } from '../../orders/keys';
 import type { Order } from '../../orders/runOrders';
 import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
@@ -26,7 +26,6 @@ import {
 	resumeUrlFor,
 	waitForJobs,
 } from '../../waiting/webhook';
-import { withoutWebhookUrl } from '../../orders/runOrders';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
 const DONT_WAIT: INodePropertyOptions = {
