@@ -159,19 +159,19 @@ describe('concurrency', () => {
 });
 
 describe('one pacing for the whole batch', () => {
-	test("a 429's Retry-After holds every request back, and the batch then keeps to the rate the service allows", async () => {
+	test('429s under a write limit: every item ordered and charged once, each refused order sent again and nothing else', async () => {
 		sb.setRateLimits({ writePerSecond: 10 });
 		const run = await runCaptioning(sb, create({ batching: { concurrency: 4 } }), {
 			input: urls(40),
 		});
 		expect(run.failure).toBeUndefined();
 		expect(sb.ledger.jobs).toHaveLength(40);
+		expect(sb.ledger.charges).toHaveLength(40);
+		// The hold a 429 puts on the key is proven on a fake clock (keyRateLimits.test.ts); how few
+		// are refused is a figure of the bench (batchVsFloor).
 		const limited = requests('POST /jobs').filter((r) => r.status === 429);
-		// After a 429 nothing new is sent before its Retry-After (1 s) has passed (requests already
-		// under way meet the limit too). How few are refused is a figure of the bench (batchVsFloor).
-		const first = limited[0];
-		const next = requests('POST /jobs').find((r) => r.at > first.at && r.status !== 429);
-		expect(next!.at - first.at).toBeGreaterThanOrEqual(990);
+		expect(limited.length).toBeGreaterThan(0);
+		expect(requests('POST /jobs')).toHaveLength(40 + limited.length);
 	}, 30000);
 });
 
