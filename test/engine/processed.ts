@@ -13,6 +13,12 @@ import type {
 } from 'n8n-workflow';
 
 const rows = new Map<string, string[]>();
+let calls = 0;
+/** How long each call takes (n8n's store is a database: its calls take macrotasks). */
+let delayMs = 0;
+const answerLater = async () => {
+	if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+};
 const rowOf = (scope: DeduplicationScope, data: ICheckProcessedContextData) =>
 	`${data.workflow.id}|${scope === 'node' ? `n:${data.node?.id}` : ''}`;
 
@@ -24,6 +30,8 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		options: ICheckProcessedOptions,
 	) {
 		if (options.mode !== 'entries') throw new Error('the harness keeps mode "entries" only');
+		calls += 1;
+		await answerLater();
 		const row = rows.get(rowOf(scope, data)) ?? [];
 		const out = { new: [] as DeduplicationItemTypes[], processed: [] as DeduplicationItemTypes[] };
 		for (const item of items) {
@@ -44,6 +52,8 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		scope: DeduplicationScope,
 		data: ICheckProcessedContextData,
 	) {
+		calls += 1;
+		await answerLater();
 		const row = rows.get(rowOf(scope, data)) ?? [];
 		rows.set(
 			rowOf(scope, data),
@@ -84,4 +94,14 @@ export function clearProcessedData(): void {
 /** How many records a workflow's node holds. */
 export function processedCount(workflowId: string, nodeId: string): number {
 	return rows.get(`${workflowId}|n:${nodeId}`)?.length ?? 0;
+}
+
+/** How many times nodes have called the store (each call reads and writes a whole row in n8n). */
+export function processedCalls(): number {
+	return calls;
+}
+
+/** Makes every call to the store take `ms` (0: at once). */
+export function setProcessedDelay(ms: number): void {
+	delayMs = ms;
 }

@@ -5,7 +5,7 @@
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
 import { storeBinary } from '../engine/workflow';
-import { clearProcessedData } from '../engine/processed';
+import { clearProcessedData, processedCalls, setProcessedDelay } from '../engine/processed';
 import { MEDIA, runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
@@ -463,5 +463,36 @@ describe("the order's tag never costs the user an order", () => {
 		} finally {
 			limits.metadataKeysMax = max;
 		}
+	});
+});
+
+describe("n8n's deduplication store, called per run", () => {
+	afterEach(() => setProcessedDelay(0));
+
+	test('a store as slow as a database (50 ms a call): a refused order still stops the batch before the next is sent', async () => {
+		setProcessedDelay(50);
+		sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', after: 3, times: 1 });
+		const input = urls(['slow-a', 'slow-b', 'slow-c', 'slow-d', 'slow-e']);
+		const params = create({ batching: { concurrency: 1 } });
+		const run = await runCaptioning(sb, params, { input, workflowId: newWorkflow() });
+		expect(run.failure?.httpCode).toBe('400');
+		expect(posts()).toHaveLength(4);
+		expect(counts().jobs).toBe(3);
+	});
+
+	test('100 first orders, then their repeat: one call to the store each run (it reads and writes the whole record per call)', async () => {
+		const workflowId = newWorkflow();
+		const input = urls(Array.from({ length: 100 }, (_, n) => `store-${n}`));
+		const before = processedCalls();
+		const first = await runCaptioning(sb, create(), { input, workflowId, mode: 'trigger' });
+		expect(first.failure).toBeUndefined();
+		expect(processedCalls() - before).toBe(1);
+		const between = processedCalls();
+		const repeat = await runCaptioning(sb, create(), { input, workflowId, mode: 'trigger' });
+		expect(repeat.failure).toBeUndefined();
+		expect(repeat.items.every((i) => i.json.id !== undefined)).toBe(true);
+		expect(processedCalls() - between).toBe(1);
+		expect(counts().jobs).toBe(100);
+		expect(posts()).toHaveLength(100);
 	});
 });

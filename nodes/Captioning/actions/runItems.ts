@@ -121,6 +121,7 @@ export async function runItems(
 	);
 	if (run.failure) throw run.failure;
 	await Promise.all(prepared.map(async (p, i) => p && (await run.execute(i, p.prepared))));
+	await run.batch.orders.settled();
 	if (run.failure) throw withOrdered(run.failure, run.batch);
 	const result = run.outputs.flatMap((o) => o ?? []);
 	await run.batch.afterRun?.(result);

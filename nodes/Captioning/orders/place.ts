@@ -165,7 +165,7 @@ async function placeKeyed(
 	try {
 		body = await bodyOf(ctx, i, order, tag, file);
 	} catch (error) {
-		await orders.notSent(hint);
+		orders.notSent(hint);
 		throw error as NodeApiError;
 	}
 	let unanswered = false;
@@ -174,7 +174,7 @@ async function placeKeyed(
 	} catch (error) {
 		// Every attempt refused (the service's answer taken at its word) or never sent (the batch
 		// stopped first, the host unreachable): nothing was ordered. A 409 names an earlier order.
-		if (!unanswered && !isConflict(error)) await orders.notSent(hint);
+		if (!unanswered && !isConflict(error)) orders.notSent(hint);
 		if (!isConflict(error)) throw error as NodeApiError;
 		// The key's earlier order differs from this body only in what this execution has (its On
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.

@@ -48,6 +48,7 @@ export class RunOrders {
 	/** The orders of this run by tag: equal orders of a batch share the first one's job. */
 	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: JobScan | undefined;
+	private readonly removals: Array<Promise<unknown>> = [];
 	private fileSlots: RunConcurrency | undefined;
 	private readonly wholeFileSlot: RunConcurrency;
 
@@ -87,9 +88,19 @@ export class RunOrders {
 		return this.sentBefore ? await this.sentBefore.record(hint) : true;
 	}
 
-	/** The hint of an order the service refused or that was never sent: a repeat is a first order again. */
-	async notSent(hint: string): Promise<void> {
-		await this.sentBefore?.remove(hint);
+	/**
+	 * The hint of an order the service refused or that was never sent: a repeat is a first order
+	 * again. Removed while the item's error stops the batch (nothing else is sent meanwhile); the
+	 * run ends once it is done (`settled`). A removal that fails leaves the hint: a repeat then
+	 * looks first, and never pays twice.
+	 */
+	notSent(hint: string): void {
+		if (this.sentBefore) this.removals.push(this.sentBefore.remove(hint).catch(() => undefined));
+	}
+
+	/** Once every hint removal of the run is done. */
+	async settled(): Promise<void> {
+		await Promise.all(this.removals);
 	}
 
 	/**
