@@ -102,24 +102,24 @@ function withWebhookToken(body: CreateJobBody, token: string | undefined): void 
 	body.webhook_url = url.toString();
 }
 
-/** The body to POST: tagged, its upload (this execution's, or a new one), its S3 link. */
+/**
+ * The body to POST: tagged (with a key), its upload (this execution's, kept under `keptAs` for a
+ * Retry, or a new one), its S3 link, a Captioning Trigger's token.
+ */
 async function bodyOf(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
-	tag: string,
+	keptAs: string,
 	file?: ReadFile,
+	tag?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
 	const { identity, webhookToken } = await serviceOf(ctx, i);
 	withWebhookToken(body, webhookToken);
-	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
-	if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
-	if (file) {
-		const { uploads } = kept(ctx);
-		uploads[tag] ??= file.uploadId ?? (await file.upload());
-		body.upload_id = uploads[tag];
-	}
+	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag ?? '' };
+	if (tag && tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
+	if (file) body.upload_id = kept(ctx).uploads[keptAs] ??= file.uploadId ?? (await file.upload());
 	if (order.s3) body.media_url = signedLink(order);
 	return body;
 }
@@ -163,7 +163,7 @@ async function placeKeyed(
 	}
 	let body: CreateJobBody;
 	try {
-		body = await bodyOf(ctx, i, order, tag, file);
+		body = await bodyOf(ctx, i, order, tag, file, tag);
 	} catch (error) {
 		orders.notSent(hint);
 		throw error as NodeApiError;
@@ -233,10 +233,7 @@ async function placeWithoutKey(
 	const mark = `${i}:${tag}`;
 	if (ordered[mark])
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
-	const body = { ...order.body };
-	withWebhookToken(body, (await serviceOf(ctx, i)).webhookToken);
-	if (file) body.upload_id = kept(ctx).uploads[mark] ??= await file.upload();
-	if (order.s3) body.media_url = signedLink(order);
+	const body = await bodyOf(ctx, i, order, mark, file);
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
