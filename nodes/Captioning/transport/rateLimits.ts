@@ -2,15 +2,13 @@
 // - Shared: every request sent with one API key to one Base URL in this n8n process (any
 //   workflow, any run) waits for its turn here, reads under one RateLimit, writes under another.
 // - Held: a 429 holds its limit for every request until its Retry-After has passed; so does the
-//   third 503 of the limit in a row, no success between (the service is unavailable, not a request
-//   unlucky; without Retry-After: the interface's 5 s). A later answer asking longer
-//   extends a hold; a hold only 503s began ends when a request of the limit succeeds meanwhile.
-// - Capped by the key: no hold is longer than `maxHoldMs`. A longer Retry-After is not held: the
-//   requests waiting fail at once, and so do those that come before it has passed, naming the wait.
-// - Learned: after a 429, requests go a tenth above the rate the service let through since it last
-//   resumed (four fifths of the current rate at a later 429), a little faster each second after.
-//   Kept for the bench's sharedKey429Share: with it 3% of a shared key's requests are answered 429,
-//   without it 24% (the batch figures are the same either way).
+//   third 503 of the limit in a row, no success between (without Retry-After: the interface's 5 s).
+//   A later answer asking longer extends a hold; a 503s' hold ends when a request succeeds.
+// - Capped by the key: no hold is longer than `maxHoldMs`. A longer Retry-After is not held: what
+//   waits fails at once, as does what comes before it has passed, naming the wait.
+// - Learned: after a 429, requests go a tenth above the rate let through since the last resume (four
+//   fifths of the current rate at a later 429), a little faster each second after (the bench's
+//   sharedKey429Share: 3% with it, 24% without; its batch figures the same).
 // - A 503 also halves how many requests may be under way at once; each success grows it back.
 // - Waiting requests go by priority, then in the order they came, and move up as they wait; each
 //   fails unsent at its deadline. A request is sent at most its policy's attempts (retries.ts).
@@ -290,7 +288,7 @@ export function rateLimitsFor(identity: string): KeyRateLimits {
 	return limits;
 }
 
-/** How many kept this process keeps (what a test of forgetting counts). */
+/** How many this process keeps (what a test of forgetting counts). */
 export function rateLimitsKept(): number {
 	return kept.size;
 }
