@@ -152,6 +152,7 @@ export const s3: Section = {
 		const figures = {
 			s3BytesThroughN8n: near.n8nBytes,
 			s3OrderVsUrlOrder: round(near.s3Ms / near.urlMs),
+			s3OrderVsUrlOrderAndHead: round(near.s3Ms / (near.urlMs + near.headMs)),
 			s3OrderLargeVsSmall: round(near.s3Ms / near.smallMs),
 			s3OrderVsUrlOrderAtDistance: round(far.s3Ms / far.urlMs),
 		};
@@ -167,12 +168,14 @@ export const s3: Section = {
 					figures.s3BytesThroughN8n === 0,
 				],
 				[
-					'S3 Object order vs Media URL order',
-					`${near.s3Ms.toFixed(1)} ms`,
-					`Media URL ${near.urlMs.toFixed(1)} ms (a HEAD alone ${near.headMs.toFixed(1)} ms)`,
-					`${figures.s3OrderVsUrlOrder}×`,
-					'≤ 1.5×',
-					figures.s3OrderVsUrlOrder <= 1.5,
+					// On loopback the HEAD alone is most of a Media URL order: the S3 Object order is that
+					// order plus its one HEAD at most (its ratio to the Media URL order alone is kept too).
+					'S3 Object order vs Media URL order and one HEAD',
+					`${near.s3Ms.toFixed(1)} ms (${figures.s3OrderVsUrlOrder}× the Media URL order)`,
+					`Media URL ${near.urlMs.toFixed(1)} ms + a HEAD alone ${near.headMs.toFixed(1)} ms`,
+					`${figures.s3OrderVsUrlOrderAndHead}×`,
+					'≤ 1×',
+					figures.s3OrderVsUrlOrderAndHead <= 1,
 				],
 				[
 					`the same, the service ${S3_AT_DISTANCE.serviceMs} ms away, the store ${S3_AT_DISTANCE.storeMs} ms`,
