@@ -117,8 +117,10 @@ async function bodyOf(
 	const body: CreateJobBody = { ...order.body };
 	const { identity, webhookToken } = await serviceOf(ctx, i);
 	withWebhookToken(body, webhookToken);
-	const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag ?? '' };
-	if (tag && tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
+	if (tag) {
+		const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
+		if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
+	}
 	if (file) body.upload_id = kept(ctx).uploads[keptAs] ??= file.uploadId ?? (await file.upload());
 	if (order.s3) body.media_url = signedLink(order);
 	return body;

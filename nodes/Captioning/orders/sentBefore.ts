@@ -14,7 +14,7 @@ const OPTIONS = { mode: 'entries' as const, maxEntries: MAX_RECORDS };
 
 /** The hints that wait for the next call to the store, and what that call answers. */
 interface Call {
-	hints: string[];
+	hints: Set<string>;
 	/** The hints the store had recorded before (for a record), or nothing (for a removal). */
 	answer: Promise<Set<string>>;
 }
@@ -45,18 +45,18 @@ export class SentBefore {
 	): { call: Call; first: boolean } {
 		let call = this.next[kind];
 		if (!call) {
-			const hints: string[] = [];
+			const hints = new Set<string>();
 			const run = async () => {
 				await sleep(0); // the hints of items that reach this point together
 				if (this.next[kind] === call) this.next[kind] = undefined;
-				return await send(hints);
+				return await send([...hints]);
 			};
 			const answer = this.queue.then(run, run);
 			this.queue = answer.catch(() => undefined);
 			call = this.next[kind] = { hints, answer };
 		}
-		const first = !call.hints.includes(hint);
-		if (first) call.hints.push(hint);
+		const first = !call.hints.has(hint);
+		call.hints.add(hint);
 		return { call, first };
 	}
 
