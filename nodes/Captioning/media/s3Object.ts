@@ -5,7 +5,14 @@ import type { IExecuteFunctions, IHttpRequestOptions, IN8nHttpFullResponse } fro
 import { NodeApiError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
-import { objectUrl, parseS3Uri, s3AccessOf, serviceUrl, signedHeaders } from '../transport/s3';
+import {
+	objectUrl,
+	parseS3Uri,
+	s3AccessOf,
+	s3Uri,
+	serviceUrl,
+	signedHeaders,
+} from '../transport/s3';
 import { header, refuse } from '../transport/errors';
 import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
@@ -221,7 +228,7 @@ export async function checkS3Object(
 			`The Captioning S3 Media credential is not usable: ${access}`,
 			'Fix it in the credential, then run again.',
 		);
-	const name = `S3 object s3://${object.bucket}/${object.key}`;
+	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
 	const response = refuseUnreadable(ctx, i, access, name, await headObject(ctx, i, access, url));
 	const size = Number(header(response, 'content-length'));

@@ -8,6 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { CreateJobBody, Job } from '../model/types';
+import { s3Uri } from '../transport/s3';
 import type { Order } from './runOrders';
 
 const KEY_RULE = /^[!-~]{1,255}$/;
@@ -78,7 +79,7 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 			: `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n')).slice(0, 48)}`;
 	const tag = sha256(`${key}\n${identity}`).slice(0, 40);
 	const media = order.s3
-		? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
+		? s3Uri(order.s3.object)
 		: order.file
 			? `the file ${order.file.fileName}`
 			: order.body.upload_id !== undefined

@@ -12,13 +12,14 @@ import {
 	objectUrl,
 	parseS3Uri,
 	s3AccessOf,
+	s3Uri,
 	serviceUrl,
 	uriEncode,
 	withoutQuery,
 } from './s3Addresses';
 
 export type { S3Access, S3Object };
-export { bucketUrl, objectUrl, parseS3Uri, s3AccessOf, serviceUrl, withoutQuery };
+export { bucketUrl, objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl, withoutQuery };
 
 /** SHA-256 of an empty body: what the SDK's S3 client signs and sends for bodiless requests. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

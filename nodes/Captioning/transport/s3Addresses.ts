@@ -163,6 +163,11 @@ export function serviceUrl(access: S3Access): string {
 	return `${s.protocol}//${s.host}${s.path === '/' ? '/' : `${s.path}/`}`;
 }
 
+/** The object as 's3://bucket/key', as users name it. */
+export function s3Uri(object: S3Object): string {
+	return `s3://${object.bucket}/${object.key}`;
+}
+
 /** 's3://bucket/key' (key as written: spaces, unicode and '%' are not decoded); undefined otherwise. */
 export function parseS3Uri(text: string): S3Object | undefined {
 	const match = /^s3:\/\/([A-Za-z0-9._-]+)\/([\s\S]+)$/i.exec(text);

@@ -19,6 +19,7 @@ import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
+import { s3Uri } from '../../transport/s3';
 import {
 	batchUrl,
 	inPlaceReason,
@@ -545,7 +546,7 @@ function sameOrderGroup(order: Order, i: number): string {
 	const media = order.file
 		? (order.file.binaryId ?? `item ${i}`)
 		: order.s3
-			? `s3://${order.s3.object.bucket}/${order.s3.object.key}`
+			? s3Uri(order.s3.object)
 			: '';
 	return canonicalJson([withoutWebhookUrl(order.body), media, order.customKey ?? null]);
 }
