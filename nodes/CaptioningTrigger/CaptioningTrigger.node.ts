@@ -156,11 +156,11 @@ async function handleEvent(
 	if (seen.kind === 'handled') {
 		// To a stranger, a new event id for a job already reported is refused like any other: the
 		// answer must not tell which jobs exist.
-		if (!proven) return seen.eventId === event.id ? notStarted() : comeBack(ctx, NOT_NOW);
+		if (!proven) return seen.sameEvent ? notStarted() : comeBack(ctx, NOT_NOW);
 		return notStarted(
-			seen.eventId === event.id
+			seen.sameEvent
 				? `event ${event.id} was already received`
-				: `job ${event.data.id} was already reported as ${event.type} (event ${seen.eventId}); each job starts this workflow once`,
+				: `job ${event.data.id} was already reported as ${event.type}${seen.earlier ? ` (event ${seen.earlier})` : ''}; each job starts this workflow once`,
 		);
 	}
 	if (seen.kind === 'underWay')

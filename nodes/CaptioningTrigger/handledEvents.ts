@@ -16,6 +16,7 @@
 // written by each execution from this process's memory (n8n saves static data when an execution
 // ends, the whole column, last writer wins: every write holds what the process knew). A
 // redelivery past the window or those bounds starts the workflow again: better twice than never.
+// Events and news are known by a digest (`digestOf`), so the saved lines stay small.
 import type { IDataObject, IExecuteFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
@@ -34,12 +35,21 @@ export function tokenMatches(given: unknown, expected: string): boolean {
 	return typeof given === 'string' && timingSafeEqual(digest(given), digest(expected));
 }
 
+/**
+ * 48 bits of SHA-256: 1,000 saved events are about 29 KB of static data, and a new event matches
+ * one of them by chance about once in 10^11.
+ */
+const digestOf = (s: string) =>
+	createHash('sha256').update(s, 'utf8').digest('base64url').slice(0, 8);
+
 interface Handled {
-	/** `<job id> <event type>`: the news the event brings. */
+	/** The digest of `<job id> <event type>`: the news the event brings. */
 	news: string;
 	at: number;
 	/** Whether an execution of it ran execute() in this process. */
 	ran: boolean;
+	/** The event's id, when this process saw it (static data keeps the digest only). */
+	id?: string;
 }
 
 /** What a try's delivery shows of n8n's answer (the response object n8n answers on). */
@@ -53,38 +63,43 @@ interface Try {
 	answer: Answer;
 }
 
-const newsOf = (event: CaptioningEvent) => `${event.data.id} ${event.type}`;
+const newsOf = (jobId: unknown, type: unknown) => digestOf(`${String(jobId)} ${String(type)}`);
 
-/** The handled events and the tries under way of one trigger (a workflow's node) in this process. */
+/**
+ * The handled events (by the digest of their id) and the tries under way (by id) of one trigger (a
+ * workflow's node) in this process.
+ */
 class TriggerMemory {
 	readonly handled = new Map<string, Handled>();
 	private readonly handledNews = new Map<string, string>();
 	readonly tries = new Map<string, Try>();
 	lastUsed = Date.now();
 
-	add(eventId: string, entry: Handled): void {
-		const known = this.handled.get(eventId);
+	add(key: string, entry: Handled): void {
+		const known = this.handled.get(key);
 		if (known) {
 			known.ran ||= entry.ran;
+			known.id ??= entry.id;
 			return;
 		}
-		this.handled.set(eventId, entry);
-		this.handledNews.set(entry.news, eventId);
+		this.handled.set(key, entry);
+		this.handledNews.set(entry.news, key);
 		this.trim(Date.now());
 	}
 
-	/** The event id that brought this news before, if any. */
-	eventWithNews(news: string): string | undefined {
-		return this.handledNews.get(news);
+	/** The event that brought this news before, if any. */
+	eventWithNews(news: string): Handled | undefined {
+		const key = this.handledNews.get(news);
+		return key === undefined ? undefined : this.handled.get(key);
 	}
 
 	/** Drops what is past the window or over the bound (the map is in the order events were handled). */
 	trim(now: number): void {
-		for (const [id, entry] of this.handled) {
+		for (const [key, entry] of this.handled) {
 			if (now - entry.at <= eventMemory.windowMs && this.handled.size <= eventMemory.maxInProcess)
 				break;
-			this.handled.delete(id);
-			if (this.handledNews.get(entry.news) === id) this.handledNews.delete(entry.news);
+			this.handled.delete(key);
+			if (this.handledNews.get(entry.news) === key) this.handledNews.delete(entry.news);
 		}
 	}
 
@@ -95,7 +110,7 @@ class TriggerMemory {
 			this.tries.delete(id);
 			const { statusCode } = t.answer;
 			if (statusCode >= 200 && statusCode < 300)
-				this.add(id, { news: t.news, at: Date.now(), ran: false });
+				this.add(digestOf(id), { news: t.news, at: Date.now(), ran: false, id });
 		}
 	}
 
@@ -124,15 +139,13 @@ function memoryOf(workflowId: string | undefined, nodeId: string): TriggerMemory
 	return memory;
 }
 
-/** The static data lines: `<event id> <job id> <event type> <handled at, ms in base 36>`. */
+/** The static data lines: `<event id's digest> <news's digest> <handled at, ms in base 36>`. */
 type Saved = { handledEvents?: string[] };
 
 const parse = (line: string): [string, Handled] | undefined => {
-	const [id, job, type, at] = line.split(' ');
+	const [key, news, at] = line.split(' ');
 	const ms = parseInt(at, 36);
-	return id && job && type && Number.isFinite(ms)
-		? [id, { news: `${job} ${type}`, at: ms, ran: false }]
-		: undefined;
+	return key && news && Number.isFinite(ms) ? [key, { news, at: ms, ran: false }] : undefined;
 };
 
 /** The memory of this trigger, with what the node's static data remembers (after a restart, or another process's). */
@@ -151,8 +164,8 @@ function triggerMemory(ctx: IWebhookFunctions | IExecuteFunctions): TriggerMemor
 export type Seen =
 	/** New: this delivery is the event's try (claimed). */
 	| { kind: 'new' }
-	/** The event, or its news under another id (`eventId`), has an execution. */
-	| { kind: 'handled'; eventId: string }
+	/** The event, or its news under another id (`earlier`, when this process saw it), has an execution. */
+	| { kind: 'handled'; sameEvent: boolean; earlier?: string }
 	/** A delivery of it (or of its news) is with n8n, not answered yet. */
 	| { kind: 'underWay' };
 
@@ -162,10 +175,10 @@ export type Seen =
  */
 export function claimEvent(ctx: IWebhookFunctions, event: CaptioningEvent): Seen {
 	const memory = triggerMemory(ctx);
-	if (memory.handled.has(event.id)) return { kind: 'handled', eventId: event.id };
-	const news = newsOf(event);
+	if (memory.handled.has(digestOf(event.id))) return { kind: 'handled', sameEvent: true };
+	const news = newsOf(event.data.id, event.type);
 	const before = memory.eventWithNews(news);
-	if (before !== undefined) return { kind: 'handled', eventId: before };
+	if (before) return { kind: 'handled', sameEvent: false, earlier: before.id };
 	if (memory.tryOf(event.id, news)) return { kind: 'underWay' };
 	memory.tries.set(event.id, { news, answer: ctx.getResponseObject() });
 	return { kind: 'new' };
@@ -185,13 +198,13 @@ export function eventsStarted(ctx: IExecuteFunctions, items: IDataObject[]): Set
 	for (const json of items) {
 		const id = json.event_id;
 		if (typeof id !== 'string') continue;
-		if (memory.handled.get(id)?.ran) ranBefore.add(id);
+		if (memory.handled.get(digestOf(id))?.ran) ranBefore.add(id);
 		memory.tries.delete(id);
-		memory.add(id, { news: `${String(json.id)} ${String(json.event_type)}`, at: now, ran: true });
+		memory.add(digestOf(id), { news: newsOf(json.id, json.event_type), at: now, ran: true, id });
 	}
 	const saved = ctx.getWorkflowStaticData('node') as Saved;
 	saved.handledEvents = [...memory.handled]
 		.slice(-eventMemory.maxSaved)
-		.map(([id, entry]) => `${id} ${entry.news} ${entry.at.toString(36)}`);
+		.map(([key, entry]) => `${key} ${entry.news} ${entry.at.toString(36)}`);
 	return ctx.getMode() === 'webhook' ? ranBefore : new Set();
 }
