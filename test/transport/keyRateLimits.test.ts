@@ -250,6 +250,32 @@ describe('attempts', () => {
 		},
 	);
 
+	test.each([
+		['a 429 with Retry-After: 1', 1000, 429, 1],
+		['a 503 without Retry-After', rateLimitSettings.unavailableMs, 503, undefined],
+	])(
+		'%s is sent again %i ms later, not sooner (jitter at 0)',
+		async (_, ms, status, retryAfter) => {
+			jest.spyOn(Math, 'random').mockReturnValue(0);
+			const start = Date.now();
+			const sentAt: number[] = [];
+			const result = sendWithRetries(
+				ctx,
+				{ retryable: true, limit: 'read', rateLimits: new KeyRateLimits(), target: 'the service' },
+				async () => {
+					sentAt.push(Date.now() - start);
+					return sentAt.length === 1 ? answer(status, retryAfter) : answer(200);
+				},
+			);
+			await jest.advanceTimersByTimeAsync(ms - 1);
+			expect(sentAt).toEqual([0]);
+			await jest.advanceTimersByTimeAsync(1);
+			expect((await result).statusCode).toBe(200);
+			expect(sentAt).toEqual([0, ms]);
+			jest.restoreAllMocks();
+		},
+	);
+
 	test('the message of a 429 that was not retried says so', async () => {
 		const error = await sendWithRetries(
 			ctx,
