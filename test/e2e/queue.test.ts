@@ -10,6 +10,7 @@ import {
 	mkdirSync,
 	readdirSync,
 	readFileSync,
+	rmSync,
 	truncateSync,
 	writeFileSync,
 } from 'node:fs';
@@ -192,6 +193,17 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 	);
 	const work = tempFolder('captioning-queue-');
 	const triggerPath = `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`;
+	const hookThrows = path.join(work, 'preExecute-throws');
+	const preExecuteHook = path.join(work, 'hooks.js');
+	writeFileSync(
+		preExecuteHook,
+		`const { existsSync } = require('node:fs');
+module.exports = { workflow: { preExecute: [async function () {
+	if (process.argv.includes('webhook') && existsSync(${JSON.stringify(hookThrows)}))
+		throw new Error('the preExecute hook refused (test)');
+}] } };
+`,
+	);
 
 	const { executions } = executionsApi(() => n8n);
 	const waitFor = async <T>(probe: () => Promise<T | undefined>, ms = 60000): Promise<T> => {
@@ -248,6 +260,9 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 				env: {
 					N8N_BINARY_DATA_DATABASE_MAX_FILE_SIZE: String(DB_MAX_FILE_MIB),
 					N8N_ENCRYPTION_KEY: 'queue-mode-e2e-encryption-key',
+					// A preExecute hook that throws in the webhook processes while a flag file exists.
+					EXTERNAL_HOOK_FILES: preExecuteHook,
+					N8N_PRE_EXECUTE_ERROR_CREATES_EXECUTION: 'true',
 				},
 				webhookProcesses: 2,
 				workers: 2,
@@ -589,6 +604,50 @@ describe(`n8n ${VERSION} in queue mode`, () => {
 		console.log(
 			`queue mode: two simultaneous copies of one event (and a third after them) started two or more executions in ${twoExecutions} of ${trials} trials; the workflow ran past the trigger twice in ${ranTwice}`,
 		);
+	}, 300000);
+
+	test("measured: n8n answers an event 500 after it stored the execution (a webhook process's preExecute hook throws, N8N_PRE_EXECUTE_ERROR_CREATES_EXECUTION=true)", async () => {
+		const { jobsByExecution, newestId } = executionsApi(() => n8n);
+		const runsOf = async (id: string, since: number) =>
+			(await jobsByExecution('wfQueueStore001', 'Captions Ready', since)).filter((e) =>
+				e.jobs.includes(id),
+			);
+		const deliver = async (i: number, copyAt: 'after the run' | 'at once') => {
+			const id = await order({
+				media_url: `https://media.example.com/hook-500-${i}.mp4`,
+				title: `Hook 500 ${i}`,
+				webhook_url: `https://127.0.0.1:9${triggerPath}`,
+			});
+			const event = {
+				id: `evt_hook_500_${i}`,
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: sb.completeJob(id),
+			};
+			const since = await newestId();
+			writeFileSync(hookThrows, '');
+			const first = await postJson(hooks[0].url, triggerPath, event);
+			rmSync(hookThrows);
+			if (copyAt === 'after the run')
+				await waitFor(async () => ((await runsOf(id, since)).length ? true : undefined));
+			const copy = await postJson(hooks[0].url, triggerPath, event);
+			await waitFor(async () => {
+				const runs = await runsOf(id, since);
+				return runs.length && runs.every((e) => e.status !== 'running') ? true : undefined;
+			});
+			await new Promise((r) => setTimeout(r, 3000));
+			const runs = await runsOf(id, since);
+			console.log(
+				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => r.status).join(', ')})`,
+			);
+			return { first: first.status, copy: copy.status, runs: runs.length };
+		};
+		const afterRun = await deliver(0, 'after the run');
+		const atOnce = await deliver(1, 'at once');
+		// n8n answers 500 and still runs the stored execution on a worker.
+		expect(afterRun.first).toBe(500);
+		expect(atOnce.first).toBe(500);
 	}, 300000);
 
 	test("a file over the database mode's limit is refused where n8n stores it, before anything reaches the service", async () => {

@@ -27,8 +27,6 @@ export interface InputFile {
 	fileName: string;
 	mimeType: string;
 	size: number;
-	/** Names the file within an item of an execution: its binary-store id, or its name, size and type. */
-	identity: string;
 	/** Its binary-store id, where it has one: the one name no other file shares. */
 	binaryId?: string;
 	/** Opens the bytes afresh (a retry needs a new stream). */
@@ -55,34 +53,23 @@ export async function readInputFile(
 		);
 	}
 	const binary: IBinaryData = ctx.helpers.assertBinaryData(itemIndex, field);
-	const fileName = binary.fileName ?? 'media';
-	const mimeType = binary.mimeType || 'application/octet-stream';
-	let file: InputFile;
-	if (binary.id) {
-		const id = binary.id;
-		const metadata = await ctx.helpers.getBinaryMetadata(id);
-		file = {
-			fileName,
-			mimeType,
-			size: Number(metadata.fileSize),
-			identity: id,
-			binaryId: id,
-			open: async () => await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES),
-		};
-	} else {
-		const size = Buffer.byteLength(binary.data, BINARY_ENCODING);
-		file = {
-			fileName,
-			mimeType,
-			size,
-			identity: `${fileName}:${size}:${mimeType}`,
-			open: async () => await ctx.helpers.getBinaryDataBuffer(itemIndex, field),
-		};
-	}
+	const id = binary.id;
+	const file: InputFile = {
+		fileName: binary.fileName ?? 'media',
+		mimeType: binary.mimeType || 'application/octet-stream',
+		size: id
+			? Number((await ctx.helpers.getBinaryMetadata(id)).fileSize)
+			: Buffer.byteLength(binary.data, BINARY_ENCODING),
+		binaryId: id,
+		open: async () =>
+			id
+				? await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES)
+				: await ctx.helpers.getBinaryDataBuffer(itemIndex, field),
+	};
 	if (file.size > MAX_UPLOAD_BYTES) {
 		throw new NodeOperationError(
 			ctx.getNode(),
-			`The file "${fileName}" is too large to upload (${file.size} bytes)`,
+			`The file "${file.fileName}" is too large to upload (${file.size} bytes)`,
 			{
 				itemIndex,
 				description: `The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
@@ -92,43 +79,38 @@ export async function readInputFile(
 	return file;
 }
 
-/**
- * The SHA-256 of the file's bytes, read as a stream (memory stays flat; a second read of the
- * file, measured by npm run bench): what tells a repeat of an order from a new one.
- */
-export async function fileSha256(file: InputFile): Promise<string> {
-	const hash = createHash('sha256');
-	const body = await file.open();
-	if (Buffer.isBuffer(body)) hash.update(body);
-	else for await (const chunk of body) hash.update(chunk as Buffer);
-	return hash.digest('hex');
-}
-
 /** How much of a file its probe reads. */
 const PROBE_BYTES = 1024 * 1024;
 
-/** The file's size and the SHA-256 of its first MiB: equal for a file sent before, rarely for another. */
-export async function fileProbe(file: InputFile): Promise<string> {
+/**
+ * The SHA-256 of the file's first `maxBytes` (all of it by default), read as a stream (memory stays
+ * flat; a second read of the file, measured by npm run bench): what tells a repeat of an order from
+ * a new one.
+ */
+export async function fileSha256(file: InputFile, maxBytes = Infinity): Promise<string> {
 	const hash = createHash('sha256');
 	const body = await file.open();
-	if (Buffer.isBuffer(body)) {
-		hash.update(body.subarray(0, PROBE_BYTES));
-	} else {
-		let read = 0;
-		for await (const chunk of body) {
-			const part = (chunk as Buffer).subarray(0, PROBE_BYTES - read);
-			hash.update(part);
-			read += part.length;
-			if (read >= PROBE_BYTES) break;
-		}
-		(body as unknown as StoreStream).destroy();
+	let read = 0;
+	// Leaving the loop early destroys the stream.
+	for await (const chunk of Buffer.isBuffer(body) ? [body] : body) {
+		const part = (chunk as Buffer).subarray(0, maxBytes - read);
+		hash.update(part);
+		read += part.length;
+		if (read >= maxBytes) break;
 	}
-	return `${file.size}:${hash.digest('hex')}`;
+	return hash.digest('hex');
+}
+
+/** The file's size and the SHA-256 of its first MiB: equal for a file sent before, rarely for another. */
+export async function fileProbe(file: InputFile): Promise<string> {
+	return `${file.size}:${await fileSha256(file, PROBE_BYTES)}`;
 }
 
 /** A stream of n8n's binary store, as far as this file uses it: a Node.js Readable. */
 interface StoreStream extends AsyncIterable<Buffer> {
+	closed?: boolean;
 	destroy(): void;
+	once(event: 'close', listener: () => void): unknown;
 	/** Readable's own operator: a stream of each chunk as `fn` hands it on, pulled as it is read. */
 	map(fn: (chunk: Buffer) => Buffer): FileBody;
 }
@@ -163,23 +145,16 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
 	};
 }
 
-/** A stream of n8n's binary store as closing it goes: Node's Readable. */
-interface Closable {
-	closed?: boolean;
-	destroy(): void;
-	once(event: 'close', listener: () => void): unknown;
-}
-
 /**
  * The file, each stream it opens kept: `close` ends every one still open (a probe that stopped
  * early, an upload whose request ended before the stream did) and resolves once each has closed,
  * so a slot for files is free only when its file is no longer read.
  */
 export function closingReads(file: InputFile): { file: InputFile; close: () => Promise<void> } {
-	const opened: Closable[] = [];
+	const opened: StoreStream[] = [];
 	const open = async (): Promise<FileBody> => {
 		const body = await file.open();
-		if (!Buffer.isBuffer(body)) opened.push(body as unknown as Closable);
+		if (!Buffer.isBuffer(body)) opened.push(body as unknown as StoreStream);
 		return body;
 	};
 	const close = async () => {

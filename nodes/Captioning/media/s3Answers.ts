@@ -1,13 +1,6 @@
-// What an S3-compatible store's answers mean: the <Code> and <Message> of its XML errors, and for
-// each the fix, for an object (Job → Create's check) or for the credential test.
-/** The <Code> and <Message> of an S3 error body. */
-export function s3Error(body: unknown): { code: string; message: string } {
-	const text = Buffer.isBuffer(body) ? body.toString('utf8') : typeof body === 'string' ? body : '';
-	const tag = (name: string) => text.match(new RegExp(`<${name}>([^<]*)</${name}>`))?.[1] ?? '';
-	return { code: tag('Code'), message: tag('Message') };
-}
-
-/** What an S3 error means and what to do, for an object or for the credential test. */
+// What an S3-compatible store's refusal of a HEAD means, and the fix (Job → Create's check of an
+// S3 Object).
+/** What an S3 error means and what to do. */
 export function explainS3(
 	status: number,
 	code: string,

@@ -1,7 +1,7 @@
 // Job → Create's S3 Object source (docs/s3.md): one signed HEAD checks the object (exists,
 // readable, within the service's size), then the service gets a time-limited signed GET URL as
 // media_url and fetches the media itself. No media byte passes through n8n.
-import type { IExecuteFunctions, IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
+import type { IExecuteFunctions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from '../transport/s3';
@@ -17,9 +17,7 @@ import { header, refuse } from '../transport/errors';
 import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
-import { explainS3, s3Error } from './s3Answers';
-
-export const S3_CREDENTIAL = 'captioningS3Api';
+import { explainS3 } from './s3Answers';
 
 /**
  * Link Valid For: a day by default (see the field's description). At most 167 hours: the link is
@@ -33,7 +31,6 @@ export interface CheckedObject {
 	object: S3Object;
 	/** The object's URL without any query: what outputs and the identity show. */
 	url: string;
-	size: number;
 	/** x-amz-version-id when the bucket is versioned, else the ETag: a new upload is a new order. */
 	version: string;
 }
@@ -90,58 +87,8 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	return { bucket: bucketField, key: keyField };
 }
 
-/** A signed bodiless request to the store, signed when it is sent (a signature is valid for 15 minutes). */
-export function s3Options(
-	access: S3Access,
-	method: 'GET' | 'HEAD',
-	url: string,
-): IHttpRequestOptions {
-	return {
-		method,
-		url,
-		headers: signedHeaders(access, method, url, new Date()),
-		returnFullResponse: true,
-		ignoreHttpStatusErrors: true,
-		disableFollowRedirect: true,
-		encoding: 'text',
-		timeout: 30000,
-	};
-}
-
-/**
- * The object's HEAD, with the transport's retries (network errors and 5xx, S3's 503 SlowDown among
- * them): the answer, whatever its status below 500, or the network code when none came.
- */
-async function headObject(
-	ctx: IExecuteFunctions,
-	i: number,
-	access: S3Access,
-	url: string,
-): Promise<IN8nHttpFullResponse | { networkCode: string }> {
-	try {
-		return await sendWithRetries(
-			ctx,
-			{
-				retryable: true,
-				limit: 'storage',
-				target: `the S3 store at ${origin(access)}`,
-				itemIndex: i,
-				keep: (status) => status < 500,
-			},
-			async () =>
-				(await ctx.helpers.httpRequest(s3Options(access, 'HEAD', url))) as IN8nHttpFullResponse,
-		);
-	} catch (error) {
-		// No answer after the retries (the transport names the network code); anything else stands.
-		const code =
-			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
-		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error as NodeApiError;
-		return { networkCode: code };
-	}
-}
-
 /** In words: n8n replaces an error message that holds a code such as ECONNREFUSED with its own. */
-export const NETWORK_WORDS: Record<string, string> = {
+const NETWORK_WORDS: Record<string, string> = {
 	ECONNREFUSED: 'connection refused',
 	ENOTFOUND: 'host not found',
 	EAI_AGAIN: 'host not found',
@@ -150,8 +97,52 @@ export const NETWORK_WORDS: Record<string, string> = {
 	ECONNABORTED: 'timed out',
 };
 
-export function origin(access: S3Access): string {
-	return new URL(serviceUrl(access)).origin;
+/**
+ * The object's HEAD, signed when each attempt is sent (a signature is valid for 15 minutes), with
+ * the transport's retries (network errors and 5xx, S3's 503 SlowDown among them): the answer,
+ * whatever its status below 500. No answer after the retries is refused in words.
+ */
+async function headObject(
+	ctx: IExecuteFunctions,
+	i: number,
+	access: S3Access,
+	url: string,
+	name: string,
+): Promise<IN8nHttpFullResponse> {
+	const origin = new URL(serviceUrl(access)).origin;
+	try {
+		return await sendWithRetries(
+			ctx,
+			{
+				retryable: true,
+				limit: 'storage',
+				target: `the S3 store at ${origin}`,
+				itemIndex: i,
+				keep: (status) => status < 500,
+			},
+			async () =>
+				(await ctx.helpers.httpRequest({
+					method: 'HEAD',
+					url,
+					headers: signedHeaders(access, 'HEAD', url, new Date()),
+					returnFullResponse: true,
+					ignoreHttpStatusErrors: true,
+					disableFollowRedirect: true,
+					timeout: 30000,
+				})) as IN8nHttpFullResponse,
+		);
+	} catch (error) {
+		// No answer after the retries (the transport names the network code); anything else stands.
+		const code =
+			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
+		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error;
+		refuse(
+			ctx,
+			i,
+			`Could not reach the S3 store at ${origin} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
+			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
+		);
+	}
 }
 
 /** Refuses what the HEAD answered when it is not a readable object within the service's size. */
@@ -160,24 +151,12 @@ function refuseUnreadable(
 	i: number,
 	access: S3Access,
 	name: string,
-	response: IN8nHttpFullResponse | { networkCode: string },
+	response: IN8nHttpFullResponse,
 ): IN8nHttpFullResponse {
-	if ('networkCode' in response) {
-		const code = response.networkCode;
-		refuse(
-			ctx,
-			i,
-			`Could not reach the S3 store at ${origin(access)} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
-			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
-		);
-	}
 	const status = response.statusCode;
 	if (status !== 200) {
 		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
-		const code =
-			header(response, 'x-amz-error-code') ||
-			s3Error(response.body).code ||
-			(status === 404 ? 'NoSuchKey' : '');
+		const code = header(response, 'x-amz-error-code') || (status === 404 ? 'NoSuchKey' : '');
 		const explained = explainS3(
 			status,
 			code,
@@ -220,7 +199,7 @@ export async function checkS3Object(
 	i: number,
 	object: S3Object,
 ): Promise<CheckedObject & { access: S3Access }> {
-	const access = s3AccessOf(await ctx.getCredentials(S3_CREDENTIAL, i));
+	const access = s3AccessOf(await ctx.getCredentials('captioningS3Api', i));
 	if (typeof access === 'string')
 		refuse(
 			ctx,
@@ -230,8 +209,13 @@ export async function checkS3Object(
 		);
 	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
-	const response = refuseUnreadable(ctx, i, access, name, await headObject(ctx, i, access, url));
-	const size = Number(header(response, 'content-length'));
+	const response = refuseUnreadable(
+		ctx,
+		i,
+		access,
+		name,
+		await headObject(ctx, i, access, url, name),
+	);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId
@@ -239,5 +223,5 @@ export async function checkS3Object(
 		: `etag ${header(response, 'etag').replace(/"/g, '')}`;
 	// A versioned bucket: the link names the version checked, so the service fetches what was checked.
 	const checked: S3Object = versionId && !object.versionId ? { ...object, versionId } : object;
-	return { access, object: checked, url, size, version };
+	return { access, object: checked, url, version };
 }

@@ -102,18 +102,6 @@ export interface Upload {
 	expires_at: string;
 }
 
-export interface Account {
-	object: 'account';
-	workspace: { id: string; name: string };
-	key: { id: string; name: string; access: 'full' | 'read_only' };
-	billing: {
-		mode: 'prepaid' | 'invoiced' | null;
-		balance: string | null;
-		currency: 'usd';
-		rate_per_minute: string | null;
-	};
-}
-
 export interface JobList {
 	object: 'list';
 	data: Job[];

@@ -21,5 +21,4 @@ export const description: INodeProperties[] = [
 		],
 		default: 'get',
 	},
-	...get.description,
 ];
