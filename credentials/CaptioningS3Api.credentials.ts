@@ -7,7 +7,8 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
-import { bucketUrl, s3AccessOf, serviceUrl, signedHeaders } from '../nodes/Captioning/transport/s3';
+import { signedHeaders } from '../nodes/Captioning/transport/s3';
+import { bucketUrl, s3AccessOf, serviceUrl } from '../nodes/Captioning/transport/s3Addresses';
 
 /** The credential test's listing: under a prefix no one uses, so it reads no object's name. */
 const TEST_LISTING = '?list-type=2&max-keys=1&prefix=n8n-credential-test';

@@ -99,7 +99,7 @@ export const probe: INodeType = {
 				let attempts = 0;
 				await sendWithRetries(
 					this,
-					{ retryable: true, limit: 'read', target: 'the captioning service', retry },
+					{ retryable: true, target: 'the captioning service', retry },
 					async () => {
 						attempts += 1;
 						throw failureOf(this, p.shape as string);

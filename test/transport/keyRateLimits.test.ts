@@ -36,9 +36,9 @@ function take(
 	const errors: Error[] = [];
 	const all = Array.from({ length: n }, async () => {
 		try {
-			const done = await pace.turn(limit, priority, ++seq, maxWaitMs);
+			const done = await pace[limit].turn(priority, ++seq, maxWaitMs);
 			granted.push(Date.now() - start);
-			pace.observe(limit, 200, undefined);
+			pace[limit].observe(200, undefined);
 			done();
 		} catch (error) {
 			errors.push(error as Error);
@@ -50,7 +50,7 @@ function take(
 test('a single 429 after a few requests teaches no rate: after its hold the key goes on at full speed', async () => {
 	const pace = new KeyRateLimits();
 	await take(pace, 2).settled;
-	pace.observe('read', 429, 1000);
+	pace.read.observe(429, 1000);
 	const after = take(pace, 40);
 	await jest.advanceTimersByTimeAsync(1000);
 	await after.settled;
@@ -62,9 +62,9 @@ test('a single 429 after a few requests teaches no rate: after its hold the key 
 test('a Retry-After longer than a request may wait is not held: what waits and what comes fail at once, naming the wait', async () => {
 	const pace = new KeyRateLimits();
 	// Hold the lane briefly so that requests wait in it.
-	pace.observe('read', 429, 2000);
+	pace.read.observe(429, 2000);
 	const waiting = take(pace, 3);
-	pace.observe('read', 429, 3600 * 1000);
+	pace.read.observe(429, 3600 * 1000);
 	await waiting.settled;
 	expect(waiting.granted).toHaveLength(0);
 	expect(waiting.errors).toHaveLength(3);
@@ -72,11 +72,11 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 	expect(waiting.errors[0].message).toMatch(
 		/asked this API key to wait until .* longer than the 60 s the node holds a key/,
 	);
-	await expect(pace.turn('read', 'normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
+	await expect(pace.read.turn('normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
 		ServiceAskedToWait,
 	);
 	// Writes are another lane: not refused.
-	const write = await pace.turn('write', 'normal', ++seq, 5 * 60000);
+	const write = await pace.write.turn('normal', ++seq, 5 * 60000);
 	write();
 	// Once the service's hour has passed, reads go again.
 	await jest.advanceTimersByTimeAsync(3600 * 1000);
@@ -87,7 +87,7 @@ test('a Retry-After longer than a request may wait is not held: what waits and w
 
 test('a request that waits for its turn past its deadline fails unsent; the others still go', async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('read', 429, 30000);
+	pace.read.observe(429, 30000);
 	const answer = take(pace, 1, 'high', 8000);
 	const work = take(pace, 1, 'normal');
 	await jest.advanceTimersByTimeAsync(8000);
@@ -104,10 +104,10 @@ test('waiting requests move up as they wait: bulk work held long enough goes bef
 	// One request a second (learned from a 429 after ten let through in a second).
 	await take(pace, 10).settled;
 	await jest.advanceTimersByTimeAsync(1000);
-	pace.observe('read', 429, 1000);
+	pace.read.observe(429, 1000);
 	const order: string[] = [];
 	const ask = (name: string, priority: 'high' | 'low') =>
-		pace.turn('read', priority, ++seq, 5 * 60000).then((done) => {
+		pace.read.turn(priority, ++seq, 5 * 60000).then((done) => {
 			order.push(name);
 			done();
 		});
@@ -148,10 +148,10 @@ test("a run that outlives a limiter's idle time shares its key's limits with the
 
 test('a longer Retry-After that comes during a hold extends it', async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('read', 429, 2000);
+	pace.read.observe(429, 2000);
 	await jest.advanceTimersByTimeAsync(1000);
 	// A request that was under way when the hold began is answered 429 with a longer wait.
-	pace.observe('read', 429, 5000);
+	pace.read.observe(429, 5000);
 	const after = take(pace, 1);
 	await jest.advanceTimersByTimeAsync(5000);
 	await after.settled;
@@ -160,13 +160,13 @@ test('a longer Retry-After that comes during a hold extends it', async () => {
 
 test("a 503's Retry-After holds the key as a 429's does from the third 503 in a row (no success between); fewer hold nothing", async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('write', 503, 3000);
-	pace.observe('write', 503, 3000);
+	pace.write.observe(503, 3000);
+	pace.write.observe(503, 3000);
 	const alone = take(pace, 1, 'normal', 5 * 60000, 'write');
 	await alone.settled;
 	expect(alone.granted).toEqual([0]);
-	for (let n = 0; n < 3; n++) pace.observe('write', 503, 3000);
-	const write = pace.turn('write', 'normal', ++seq, 5 * 60000).then((done) => {
+	for (let n = 0; n < 3; n++) pace.write.observe(503, 3000);
+	const write = pace.write.turn('normal', ++seq, 5 * 60000).then((done) => {
 		done();
 		return Date.now();
 	});
@@ -181,20 +181,20 @@ test("a 503's Retry-After holds the key as a 429's does from the third 503 in a 
 
 test("a 503's hold ends when a request of its limit succeeds meanwhile (the service serves again); a 429's does not", async () => {
 	const pace = new KeyRateLimits();
-	for (let n = 0; n < 3; n++) pace.observe('write', 503, 5000);
+	for (let n = 0; n < 3; n++) pace.write.observe(503, 5000);
 	const write = take(pace, 1, 'normal', 5 * 60000, 'write');
 	await jest.advanceTimersByTimeAsync(1000);
 	// A write under way when the 503 came is answered 201.
-	pace.observe('write', 201, undefined);
+	pace.write.observe(201, undefined);
 	await jest.advanceTimersByTimeAsync(0);
 	await write.settled;
 	expect(write.granted).toEqual([1000]);
 	// A 429 during a 503's hold makes it a 429's: a success no longer ends it.
-	for (let n = 0; n < 3; n++) pace.observe('read', 503, 5000);
-	pace.observe('read', 429, 5000);
+	for (let n = 0; n < 3; n++) pace.read.observe(503, 5000);
+	pace.read.observe(429, 5000);
 	const read = take(pace, 1);
 	await jest.advanceTimersByTimeAsync(1000);
-	pace.observe('read', 200, undefined);
+	pace.read.observe(200, undefined);
 	await jest.advanceTimersByTimeAsync(4000);
 	await read.settled;
 	expect(read.granted).toEqual([5000]);
@@ -202,7 +202,7 @@ test("a 503's hold ends when a request of its limit succeeds meanwhile (the serv
 
 test("one cap per key: a request that waits only briefly does not make the service's wait a refusal for the others", async () => {
 	const pace = new KeyRateLimits();
-	pace.observe('read', 429, 30000);
+	pace.read.observe(429, 30000);
 	// A trigger's read waits 8 s at most; a run's own reads wait longer.
 	const brief = take(pace, 1, 'high', 8000);
 	const others = take(pace, 3);
@@ -212,8 +212,8 @@ test("one cap per key: a request that waits only briefly does not make the servi
 	expect(others.granted).toEqual([30000, 30000, 30000]);
 	expect(others.errors).toEqual([]);
 	// Past the key's cap (rateLimitSettings.maxHoldMs) a Retry-After is refused for everyone.
-	pace.observe('read', 429, rateLimitSettings.maxHoldMs + 1000);
-	await expect(pace.turn('read', 'normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
+	pace.read.observe(429, rateLimitSettings.maxHoldMs + 1000);
+	await expect(pace.read.turn('normal', ++seq, 5 * 60000)).rejects.toBeInstanceOf(
 		ServiceAskedToWait,
 	);
 });
@@ -237,7 +237,7 @@ describe('attempts', () => {
 			let sent = 0;
 			const result = sendWithRetries(
 				ctx,
-				{ retryable: true, limit: 'read', rateLimits: pace, target: 'the service' },
+				{ retryable: true, rateLimit: pace.read, target: 'the service' },
 				async () => {
 					sent += 1;
 					return answer(status, retryAfter);
@@ -261,7 +261,7 @@ describe('attempts', () => {
 			const sentAt: number[] = [];
 			const result = sendWithRetries(
 				ctx,
-				{ retryable: true, limit: 'read', rateLimits: new KeyRateLimits(), target: 'the service' },
+				{ retryable: true, rateLimit: new KeyRateLimits().read, target: 'the service' },
 				async () => {
 					sentAt.push(Date.now() - start);
 					return sentAt.length === 1 ? answer(status, retryAfter) : answer(200);
@@ -279,7 +279,7 @@ describe('attempts', () => {
 	test('the message of a 429 that was not retried says so', async () => {
 		const error = await sendWithRetries(
 			ctx,
-			{ retryable: false, limit: 'write', rateLimits: new KeyRateLimits(), target: 'the service' },
+			{ retryable: false, rateLimit: new KeyRateLimits().write, target: 'the service' },
 			async () => answer(429, 1),
 		).catch((e: Error) => e);
 		expect((error as { description?: string }).description).not.toMatch(/waited and retried/);

@@ -13,16 +13,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 
-import type { S3Access, S3Object } from '../../nodes/Captioning/transport/s3';
+import { presignGet, signedHeaders } from '../../nodes/Captioning/transport/s3';
+import type { S3Access, S3Object } from '../../nodes/Captioning/transport/s3Addresses';
 import {
 	bucketUrl,
 	objectUrl,
 	parseS3Uri,
-	presignGet,
 	serviceUrl,
-	signedHeaders,
 	withoutQuery,
-} from '../../nodes/Captioning/transport/s3';
+} from '../../nodes/Captioning/transport/s3Addresses';
 import type { S3Server } from '../helpers/s3Bucket';
 import { startS3 } from '../helpers/s3Bucket';
 

@@ -4,15 +4,9 @@
 import type { IExecuteFunctions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
-import type { S3Access, S3Object } from '../transport/s3';
-import {
-	objectUrl,
-	parseS3Uri,
-	s3AccessOf,
-	s3Uri,
-	serviceUrl,
-	signedHeaders,
-} from '../transport/s3';
+import type { S3Access, S3Object } from '../transport/s3Addresses';
+import { objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl } from '../transport/s3Addresses';
+import { signedHeaders } from '../transport/s3';
 import { header, refuse } from '../transport/errors';
 import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
@@ -115,7 +109,6 @@ async function headObject(
 			ctx,
 			{
 				retryable: true,
-				limit: 'storage',
 				target: `the S3 store at ${origin}`,
 				itemIndex: i,
 				keep: (status) => status < 500,
@@ -135,7 +128,7 @@ async function headObject(
 		// No answer after the retries (the transport names the network code); anything else stands.
 		const code =
 			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
-		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error;
+		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error as NodeApiError;
 		refuse(
 			ctx,
 			i,

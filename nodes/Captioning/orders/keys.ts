@@ -8,7 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { CreateJobBody, Job } from '../model/types';
-import { s3Uri } from '../transport/s3';
+import { s3Uri } from '../transport/s3Addresses';
 import type { Order } from './runOrders';
 
 const KEY_RULE = /^[!-~]{1,255}$/;

@@ -10,7 +10,7 @@ import type { CheckedObject } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
 import { concurrencyOf, DEFAULT_CONCURRENCY, RunConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
-import type { S3Access, S3Object } from '../transport/s3';
+import type { S3Access, S3Object } from '../transport/s3Addresses';
 import { SentBefore } from './sentBefore';
 
 /**

@@ -53,12 +53,8 @@ type ErrorBody =
 
 /** The body as the service sent it: a download's error arrives as bytes, holding the same JSON. */
 function errorBody(raw: unknown): ErrorBody {
-	const text = Buffer.isBuffer(raw)
-		? raw.toString('utf8')
-		: raw instanceof ArrayBuffer
-			? Buffer.from(raw).toString('utf8')
-			: undefined;
-	if (text === undefined) return raw as ErrorBody;
+	if (!Buffer.isBuffer(raw)) return raw as ErrorBody;
+	const text = raw.toString('utf8');
 	try {
 		const parsed: unknown = JSON.parse(text);
 		return typeof parsed === 'object' && parsed !== null ? (parsed as ErrorBody) : text;
@@ -96,26 +92,15 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	};
 }
 
-/** What a refusal that could have been retried says: retried, not resent (no key), or a wait too long. */
-function busyAdvice(e: ServiceError, why?: 'once' | 'asked'): string | undefined {
-	const status = Number(e.httpCode);
-	if (status !== 429 && status < 500) return undefined;
-	if (why)
-		return `${status === 429 ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`;
-	return undefined;
-}
-
 function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
 	const status = Number(e.httpCode);
-	const advice =
-		busyAdvice(e, why) ??
-		CODE_ADVICE[e.code] ??
-		ADVICE[e.httpCode] ??
-		(status >= 500
-			? ADVICE['5xx']
-			: status >= 300 && status < 400
-				? ADVICE['3xx']
-				: 'The service refused the request.');
+	// `why` comes only with a 429 or 5xx that was not sent again (retries.ts).
+	const advice = why
+		? `${status === 429 ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
+		: (CODE_ADVICE[e.code] ??
+			ADVICE[e.httpCode] ??
+			ADVICE[`${e.httpCode[0]}xx`] ??
+			'The service refused the request.');
 	const parts = [advice];
 	if (e.param) parts.push(`Field: ${e.param}.`);
 	if (e.code) parts.push(`Code: ${e.code}.`);
@@ -161,8 +146,8 @@ export function responseError(
 
 /** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */
 export function refuse(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
+	ctx: Pick<IExecuteFunctions, 'getNode'>,
+	itemIndex: number | undefined,
 	message: string,
 	description: string,
 ): never {

@@ -1,12 +1,12 @@
 // Bytes that do not go through apiRequest: the presigned upload PUT and caption file downloads.
 import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../model/types';
+import { header, refuse } from './errors';
 import type { ApiContext, RetryPolicy } from './index';
 import { apiRequest, sendWithRetries } from './index';
-import { CREDENTIAL_NAME, serviceOf, underBaseUrl } from './service';
-import type { Priority } from './rateLimits';
+import type { KeyRateLimits } from './rateLimits';
+import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
 export interface PutOptions {
 	uploadUrl: string;
@@ -25,13 +25,7 @@ export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Prom
 	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
 	await sendWithRetries(
 		ctx,
-		{
-			retryable: true,
-			limit: 'storage',
-			target,
-			itemIndex: options.itemIndex,
-			retry: options.retry,
-		},
+		{ retryable: true, target, itemIndex: options.itemIndex, retry: options.retry },
 		async () => {
 			const request: IHttpRequestOptions = {
 				method: 'PUT',
@@ -54,28 +48,10 @@ export interface Download {
 	contentType: string;
 }
 
-/** Refuses a captions link that is not http(s), before anything is sent. */
-function checkLink(ctx: ApiContext, url: string, itemIndex?: number): void {
-	let protocol = '';
-	try {
-		protocol = new URL(url).protocol;
-	} catch {
-		protocol = '';
-	}
-	if (protocol === 'https:' || protocol === 'http:') return;
-	throw new NodeOperationError(
-		ctx.getNode(),
-		'A captions link of the job is not an http(s) URL, so it was not fetched',
-		{
-			itemIndex,
-			description:
-				'The service lists captions as http(s) links. Read the job again with Job → Get; if this persists, contact the service.',
-		},
-	);
-}
+const READ_AGAIN = 'Read the job again with Job → Get; if this persists, contact the service.';
 
 /** How many redirects a captions link may lead through. */
-export const MAX_REDIRECTS = 5;
+const MAX_REDIRECTS = 5;
 
 export const downloadLimits = {
 	/**
@@ -130,59 +106,49 @@ export async function downloadFile(
 	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
 	let link = url;
 	for (let hop = 0; ; hop++) {
-		checkLink(ctx, link, itemIndex);
-		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
-		if (over !== undefined) throw tooLarge(ctx, options, over);
-		const location = response.headers.location;
-		if (response.statusCode >= 300 && !location) {
-			throw new NodeOperationError(
-				ctx.getNode(),
-				`A captions link answered ${response.statusCode} without saying where to go`,
-				{
-					itemIndex,
-					description: 'Read the job again with Job → Get; if this persists, contact the service.',
-				},
+		if (!httpUrl(link))
+			refuse(
+				ctx,
+				itemIndex,
+				'A captions link of the job is not an http(s) URL, so it was not fetched',
+				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
-		}
-		if (response.statusCode < 300 || !location) {
-			const type = response.headers['content-type'];
+		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
+		if (over !== undefined)
+			refuse(
+				ctx,
+				itemIndex,
+				`${options.name} are ${over.toLocaleString('en-US')} bytes or more, over the ${downloadLimits.bytes.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
+				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
+			);
+		const location = header(response, 'location');
+		if (response.statusCode < 300)
 			return {
 				data: response.body as Buffer,
-				contentType: String(Array.isArray(type) ? type[0] : (type ?? 'application/octet-stream')),
+				contentType: header(response, 'content-type') || 'application/octet-stream',
 			};
-		}
-		if (hop >= MAX_REDIRECTS) {
-			throw new NodeOperationError(
-				ctx.getNode(),
-				`A captions link led through more than ${MAX_REDIRECTS} redirects, so it was not followed further`,
-				{
-					itemIndex,
-					description: 'Read the job again with Job → Get; if this persists, contact the service.',
-				},
+		if (!location)
+			refuse(
+				ctx,
+				itemIndex,
+				`A captions link answered ${response.statusCode} without saying where to go`,
+				READ_AGAIN,
 			);
-		}
-		link = new URL(String(Array.isArray(location) ? location[0] : location), link).toString();
+		if (hop >= MAX_REDIRECTS)
+			refuse(
+				ctx,
+				itemIndex,
+				`A captions link led through more than ${MAX_REDIRECTS} redirects, so it was not followed further`,
+				READ_AGAIN,
+			);
+		link = new URL(location, link).toString();
 	}
-}
-
-function tooLarge(ctx: ApiContext, options: DownloadOptions, over: number): NodeOperationError {
-	const cap = downloadLimits.bytes.toLocaleString('en-US');
-	return new NodeOperationError(
-		ctx.getNode(),
-		`${options.name} are ${over.toLocaleString('en-US')} bytes or more, over the ${cap} bytes one download may hold, so they were not downloaded`,
-		{
-			itemIndex: options.itemIndex,
-			description:
-				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
-		},
-	);
 }
 
 export interface DownloadOptions {
 	/** What the file is, for errors: "The SRT captions". */
 	name: string;
 	itemIndex?: number;
-	priority?: Priority;
 	retry?: Partial<RetryPolicy>;
 }
 
@@ -194,7 +160,7 @@ async function fetchOnce(
 	ctx: ApiContext,
 	url: string,
 	baseUrl: string,
-	rateLimits: Awaited<ReturnType<typeof serviceOf>>['rateLimits'],
+	rateLimits: KeyRateLimits,
 	options: DownloadOptions,
 ): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
 	const withKey = underBaseUrl(url, baseUrl);
@@ -210,27 +176,22 @@ async function fetchOnce(
 	const target = withKey
 		? `the captioning service at ${new URL(baseUrl).origin}`
 		: `the captions host ${new URL(url).origin}`;
-	const limits = withKey
-		? ({ limit: 'read', rateLimits } as const)
-		: ({ limit: 'storage' } as const);
 	let over: number | undefined;
 	const response = await sendWithRetries(
 		ctx,
 		{
 			retryable: true,
-			...limits,
-			priority: options.priority ?? 'low',
+			rateLimit: withKey ? rateLimits.read : undefined,
+			priority: 'low',
 			target,
 			itemIndex: options.itemIndex,
 			retry: options.retry,
 			keep: (status) => status < 400 && status !== 304,
 		},
 		async () => {
-			const streamed = withKey
-				? ((await ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
-						...request,
-					})) as IN8nHttpFullResponse)
-				: ((await ctx.helpers.httpRequest({ ...request })) as IN8nHttpFullResponse);
+			const streamed = (await (withKey
+				? ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, { ...request })
+				: ctx.helpers.httpRequest({ ...request }))) as IN8nHttpFullResponse;
 			const file = streamed.statusCode < 300;
 			const bytes = await bytesUpTo(
 				streamed.body as Body,

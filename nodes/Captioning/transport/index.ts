@@ -9,7 +9,7 @@ import type {
 
 import type { Priority } from './rateLimits';
 import type { RetryPolicy } from './retries';
-import { cancelSignal, DEFAULT_RETRY, sendWithRetries } from './retries';
+import { cancelSignal, sendWithRetries } from './retries';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
 import { hideSecrets } from './secrets';
@@ -17,7 +17,7 @@ import { sleep } from './sleep';
 import { networkCodeOf } from './unanswered';
 
 export type { ApiContext, RetryPolicy };
-export { cancelSignal, CREDENTIAL_NAME, DEFAULT_RETRY, sendWithRetries, sleep };
+export { cancelSignal, CREDENTIAL_NAME, sendWithRetries, sleep };
 
 export interface ApiRequestOptions {
 	body?: IDataObject;
@@ -37,11 +37,7 @@ export interface ApiRequestOptions {
 /** Failures of a connection that never reached the host: nothing was sent. */
 const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
-export interface ApiResponse<T> {
-	body: T;
-	headers: IDataObject;
-	statusCode: number;
-}
+export type ApiResponse<T> = IN8nHttpFullResponse & { body: T; headers: IDataObject };
 
 /** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
 export async function apiRequest<T>(
@@ -75,8 +71,7 @@ export async function apiRequest<T>(
 		ctx,
 		{
 			retryable,
-			limit: method === 'GET' ? 'read' : 'write',
-			rateLimits,
+			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
 			priority: options.priority,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,
@@ -98,14 +93,5 @@ export async function apiRequest<T>(
 	);
 	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
 	hideSecrets(response.body);
-	return {
-		body: response.body as T,
-		headers: response.headers as IDataObject,
-		statusCode: response.statusCode,
-	};
-}
-
-/** Encodes an id for use as one path segment. */
-export function segment(id: string): string {
-	return encodeURIComponent(id);
+	return response as ApiResponse<T>;
 }

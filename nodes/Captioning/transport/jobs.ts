@@ -3,9 +3,8 @@
 import type { IDataObject } from 'n8n-workflow';
 
 import type { Job, JobList } from '../model/types';
-import type { ApiContext, RetryPolicy } from './index';
-import { apiRequest, segment } from './index';
-import type { Priority } from './rateLimits';
+import type { ApiContext, ApiRequestOptions } from './index';
+import { apiRequest } from './index';
 
 /** Jobs a page of the list holds: the most `limit` may ask for (shared/DESIGN.md, read endpoints). */
 export const PAGE_SIZE = 100;
@@ -16,49 +15,35 @@ export type ReadBudget = { left: number };
 /** Takes one request from the budget, if one is left (always, without a budget). */
 const spend = (budget?: ReadBudget) => !budget || (budget.left > 0 && budget.left-- > 0);
 
+/** What a read passes on to apiRequest. */
+type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'position' | 'priority' | 'retry'>;
+type PageOptions = ReadRequest & { max?: number; budget?: ReadBudget };
+
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
 export async function readJob(
 	ctx: ApiContext,
 	id: string,
-	options: {
-		itemIndex?: number;
-		position?: number;
-		priority?: Priority;
-		retry?: Partial<RetryPolicy>;
-	} = {},
+	options: ReadRequest = {},
 ): Promise<Job> {
-	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${segment(id)}`, options)).body;
+	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${encodeURIComponent(id)}`, options)).body;
 }
 
 /**
  * The job list (GET /jobs, newest first), page after page, following `starting_after` while
- * `has_more` and the budget lasts. `pageSize` may shrink a page (e.g. to what a limit still wants).
+ * `has_more`, the budget lasts and fewer than `max` jobs were read (a page asks only for what is left).
  * A caller stops reading by leaving the loop.
  */
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	options: {
-		itemIndex?: number;
-		position?: number;
-		priority?: Priority;
-		retry?: Partial<RetryPolicy>;
-		pageSize?: (read: number) => number;
-		budget?: ReadBudget;
-	} = {},
+	{ max = Infinity, budget, ...request }: PageOptions = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
-	while (spend(options.budget)) {
-		const qs: IDataObject = { ...filters, limit: options.pageSize?.(read) ?? PAGE_SIZE };
+	while (read < max && spend(budget)) {
+		const qs: IDataObject = { ...filters, limit: Math.min(PAGE_SIZE, max - read) };
 		if (startingAfter) qs.starting_after = startingAfter;
-		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', {
-			qs,
-			itemIndex: options.itemIndex,
-			position: options.position,
-			priority: options.priority,
-			retry: options.retry,
-		});
+		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { ...request, qs });
 		read += body.data.length;
 		yield body.data;
 		if (!body.has_more || body.data.length === 0) return;
@@ -74,23 +59,13 @@ export async function listJobs(
 	itemIndex?: number,
 ): Promise<Job[]> {
 	const jobs: Job[] = [];
-	const pageSize = (read: number) =>
-		limit === undefined ? PAGE_SIZE : Math.min(PAGE_SIZE, limit - read);
-	for await (const page of jobPages(ctx, filters, { itemIndex, pageSize })) {
-		jobs.push(...page);
-		if (limit !== undefined && jobs.length >= limit) break;
-	}
-	return limit === undefined ? jobs : jobs.slice(0, limit);
+	for await (const page of jobPages(ctx, filters, { itemIndex, max: limit })) jobs.push(...page);
+	return jobs;
 }
 
-export interface ReadOptions {
-	/** Place among the node run's places. */
-	position?: number;
-	/** Its priority under the key's rate limits: `high` when a caller waits for it (a trigger, a resume). */
-	priority?: Priority;
+export interface ReadOptions extends Pick<ReadRequest, 'position' | 'priority' | 'retry'> {
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
-	retry?: Partial<RetryPolicy>;
 	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */
 	maxPages?: number;
 	/** Requests this read may still make: at 0, the jobs not read are left out of the answer. */
@@ -108,15 +83,15 @@ export async function readJobsSettled(
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
-	const { position, priority, seen, retry, budget } = options;
+	const { seen, maxPages, budget, ...request } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
 		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
-		const maxPages = options.maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
+		const pagesAllowed = maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { position, priority, retry, budget })) {
+			for await (const page of jobPages(ctx, {}, { ...request, budget })) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -125,7 +100,7 @@ export async function readJobsSettled(
 				const last = page.at(-1);
 				if (
 					unseen.size === 0 ||
-					++pages >= maxPages ||
+					++pages >= pagesAllowed ||
 					!last ||
 					Date.parse(last.created_at) < oldest
 				)
@@ -140,24 +115,9 @@ export async function readJobsSettled(
 	await Promise.all(
 		[...unseen]
 			.filter(() => spend(budget))
-			.map(async (id) => {
-				try {
-					read.set(id, await readJob(ctx, id, { position, priority, retry }));
-				} catch (error) {
-					read.set(id, error as Error);
-				}
-			}),
+			.map(async (id) =>
+				read.set(id, await readJob(ctx, id, request).catch((error: Error) => error)),
+			),
 	);
 	return read;
-}
-
-/** readJobsSettled, failing as a whole when any job could not be read. */
-export async function readJobsTogether(
-	ctx: ApiContext,
-	jobs: Job[],
-	options: ReadOptions = {},
-): Promise<Map<string, Job>> {
-	const read = await readJobsSettled(ctx, jobs, options);
-	for (const result of read.values()) if (result instanceof Error) throw result;
-	return read as Map<string, Job>;
 }

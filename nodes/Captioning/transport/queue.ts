@@ -2,13 +2,6 @@
 // it with a deadline, who goes first, and why a request left the line unsent.
 import { sleep } from './sleep';
 
-/** A request that left the queue because its signal fired (the execution was cancelled, or its run stopped). */
-export class NoLongerWanted extends Error {
-	constructor() {
-		super('Not sent: no longer wanted');
-	}
-}
-
 /** A request that waited for its turn until its deadline, and was not sent. */
 export class WaitedTooLong extends Error {
 	constructor(waitedMs: number) {
@@ -87,7 +80,8 @@ export async function joinLine(
 			() => drop(new WaitedTooLong(Date.now() - since)),
 			() => undefined, // it left the line before its deadline
 		);
-		const onAbort = () => drop(new NoLongerWanted());
+		// The execution was cancelled or its run stopped: the caller says which (retries.ts).
+		const onAbort = () => drop(new Error('Not sent: no longer wanted'));
 		signal?.addEventListener('abort', onAbort, { once: true });
 		waiting.leave = () => {
 			deadline.abort();
@@ -95,11 +89,4 @@ export async function joinLine(
 		};
 		queue.push(waiting);
 	});
-}
-
-let requests = 0;
-
-/** A request's number in the order they came: kept across the attempts of one request. */
-export function nextRequestNumber(): number {
-	return ++requests;
 }

@@ -14,20 +14,10 @@
 //   fails unsent at its deadline. A request is sent at most its policy's attempts (retries.ts).
 // A run's Concurrency: concurrency.ts. Unused rate limits are forgotten; storage hosts have none.
 import type { Waiting } from './queue';
-import {
-	joinLine,
-	nextRequestNumber,
-	NoLongerWanted,
-	ServiceAskedToWait,
-	takeFirst,
-	WaitedTooLong,
-} from './queue';
+import { joinLine, ServiceAskedToWait, takeFirst, WaitedTooLong } from './queue';
 import { sleep } from './sleep';
 
-export { nextRequestNumber, NoLongerWanted, ServiceAskedToWait, takeFirst, WaitedTooLong };
-
-/** Which of the service's limits a request counts against: none for a storage host. */
-export type Limit = 'write' | 'read' | 'storage';
+export { ServiceAskedToWait, WaitedTooLong };
 
 /**
  * Which waiting request goes first: `high` when a caller waits for the answer (a trigger's
@@ -55,7 +45,7 @@ export const rateLimitSettings = {
 	minSample: 3,
 };
 
-class RateLimit {
+export class RateLimit {
 	/** Milliseconds between request starts; 0 until the service first says 429. */
 	private intervalMs = 0;
 	private next = 0;
@@ -78,8 +68,7 @@ class RateLimit {
 	private draining = false;
 	private wake?: () => void;
 
-	/** Until when the service asked for more than a request may wait (0: it did not). */
-	private refusedUntil = 0;
+	/** The service asked for more than a request may wait, until `refusal.until`. */
 	private refusal?: ServiceAskedToWait;
 	private lastUsed = Date.now();
 	/** The hold in place began with a 503 and no 429 came since: a success ends it. */
@@ -97,9 +86,9 @@ class RateLimit {
 		maxWaitMs: number,
 		signal?: AbortSignal,
 	): Promise<() => void> {
-		if (signal?.aborted) throw new NoLongerWanted();
+		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
 		this.lastUsed = Date.now();
-		if (this.refusal && Date.now() < this.refusedUntil) throw this.refusal;
+		if (Date.now() < (this.refusal?.until ?? 0)) throw this.refusal;
 		const granted = joinLine(this.queue, RANK[priority], seq, maxWaitMs, signal);
 		if (this.idleSince !== undefined) {
 			this.quietStart = Date.now() - this.idleSince >= rateLimitSettings.quietMs;
@@ -114,7 +103,7 @@ class RateLimit {
 		return (
 			this.queue.length === 0 &&
 			this.inFlight === 0 &&
-			now >= Math.max(this.holdUntil, this.refusedUntil) &&
+			now >= Math.max(this.holdUntil, this.refusal?.until ?? 0) &&
 			now - this.lastUsed >= rateLimitSettings.idleMs
 		);
 	}
@@ -172,7 +161,19 @@ class RateLimit {
 		this.inFlight += 1;
 	}
 
-	passed(): void {
+	/**
+	 * What the service answered: the rate limit learns from it and holds for its Retry-After.
+	 * Returns whether the request may go again in its turn (false: the service asked for longer than
+	 * the key holds).
+	 */
+	observe(status: number, retryAfterMs: number | undefined): boolean {
+		if (status >= 200 && status < 300) this.passed();
+		else if (status === 429) this.limited(retryAfterMs ?? 1000);
+		else if (status === 503) this.unavailable(retryAfterMs ?? rateLimitSettings.unavailableMs);
+		return Date.now() >= (this.refusal?.until ?? 0);
+	}
+
+	private passed(): void {
 		this.sentInWindow += 1;
 		// A little faster each second requests pass (additive: processes sharing a limit settle on shares).
 		const now = Date.now();
@@ -197,8 +198,8 @@ class RateLimit {
 		if (retryAfterMs > rateLimitSettings.maxHoldMs) {
 			// Longer than a request may wait: not held. What waits now fails, and so does what comes
 			// before then, each with the service's wait named, rather than queue for that long.
-			this.refusedUntil = Math.max(this.refusedUntil, now + retryAfterMs);
-			this.refusal = new ServiceAskedToWait(this.refusedUntil, rateLimitSettings.maxHoldMs);
+			const until = Math.max(this.refusal?.until ?? 0, now + retryAfterMs);
+			this.refusal = new ServiceAskedToWait(until, rateLimitSettings.maxHoldMs);
 			for (const waiting of this.queue.splice(0)) {
 				waiting.leave();
 				waiting.reject(this.refusal);
@@ -211,7 +212,7 @@ class RateLimit {
 		return during ? 'extended' : 'held';
 	}
 
-	limited(retryAfterMs: number): void {
+	private limited(retryAfterMs: number): void {
 		const windowMs = Date.now() - this.windowStart + retryAfterMs;
 		this.heldForUnavailable = false;
 		// During a hold: requests that were under way when it began, whose 429s teach no new rate.
@@ -230,49 +231,21 @@ class RateLimit {
 		this.sentInWindow = 0;
 	}
 
-	unavailable(retryAfterMs: number): void {
+	private unavailable(retryAfterMs: number): void {
 		this.allowed = Math.max(1, this.allowed / 2);
 		if (++this.unavailableInARow < 3) return;
 		const held = Date.now() < this.holdUntil;
 		if (this.hold(retryAfterMs) !== 'refused' && !held) this.heldForUnavailable = true;
 	}
-
-	/** Whether the service has asked this limit to wait longer than it holds (requests fail unsent). */
-	refused(): boolean {
-		return this.refusal !== undefined && Date.now() < this.refusedUntil;
-	}
 }
 
 /** The rate limits of one API key at one Base URL: its reads and its writes. */
 export class KeyRateLimits {
-	private readonly limits = { read: new RateLimit(), write: new RateLimit() };
-
-	/** Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer has come. */
-	async turn(
-		limit: 'read' | 'write',
-		priority: Priority,
-		seq: number,
-		maxWaitMs: number,
-		signal?: AbortSignal,
-	): Promise<() => void> {
-		return await this.limits[limit].turn(priority, seq, maxWaitMs, signal);
-	}
-
-	/**
-	 * What the service answered: the rate limit learns from it and holds for its Retry-After.
-	 * Returns whether the request may go again in its turn (false: the service asked for longer than
-	 * the key holds).
-	 */
-	observe(limit: 'read' | 'write', status: number, retryAfterMs: number | undefined): boolean {
-		const rate = this.limits[limit];
-		if (status >= 200 && status < 300) rate.passed();
-		else if (status === 429) rate.limited(retryAfterMs ?? 1000);
-		else if (status === 503) rate.unavailable(retryAfterMs ?? rateLimitSettings.unavailableMs);
-		return !rate.refused();
-	}
+	readonly read = new RateLimit();
+	readonly write = new RateLimit();
 
 	forgettable(now: number): boolean {
-		return this.limits.read.forgettable(now) && this.limits.write.forgettable(now);
+		return this.read.forgettable(now) && this.write.forgettable(now);
 	}
 }
 

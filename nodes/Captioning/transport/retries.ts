@@ -7,22 +7,17 @@ import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { BatchStopped, concurrencyOf } from './concurrency';
-import { responseError } from './errors';
-import { refusedByN8n } from './n8nPrivate';
+import { header, responseError } from './errors';
 import {
 	certificateError,
 	certificateProblem,
 	networkCodeOf,
 	networkError,
 	notSentError,
+	refusedByN8n,
 } from './unanswered';
-import type { KeyRateLimits, Limit, Priority } from './rateLimits';
-import {
-	nextRequestNumber,
-	rateLimitSettings,
-	ServiceAskedToWait,
-	WaitedTooLong,
-} from './rateLimits';
+import type { Priority, RateLimit } from './rateLimits';
+import { rateLimitSettings, ServiceAskedToWait, WaitedTooLong } from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
@@ -46,10 +41,8 @@ export const DEFAULT_RETRY: RetryPolicy = {
 export interface SendOptions {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;
-	/** Which of the service's limits the request counts against (none for a storage host). */
-	limit: Limit;
-	/** The rate limits of the key it carries. */
-	rateLimits?: KeyRateLimits;
+	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
+	rateLimit?: RateLimit;
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	/** Its position among the node run's requests: lower goes first (default: the item index). */
@@ -67,11 +60,11 @@ export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
 }
 
 function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
-	const raw = response.headers['retry-after'];
-	if (raw === undefined) return undefined;
-	const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
+	const raw = header(response, 'retry-after');
+	if (raw === '') return undefined;
+	const seconds = Number(raw);
 	if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-	const date = Date.parse(String(raw));
+	const date = Date.parse(raw);
 	return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
@@ -81,19 +74,15 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
 	return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-/** The execution's cancel signal and the run's stop, as one signal (either ends a wait for a turn). */
-function anySignal(signals: Array<AbortSignal | undefined>): AbortSignal | undefined {
-	const present = signals.filter((s): s is AbortSignal => s !== undefined);
-	return present.length > 1 ? AbortSignal.any(present) : present[0];
-}
+/** Requests in the order they came: a request keeps its number across its attempts. */
+let requests = 0;
 
 /** One request's attempts: what each waits for, and what decides whether there is another. */
 class Attempts {
 	readonly policy: RetryPolicy;
 	readonly cancel: AbortSignal | undefined;
 	private readonly concurrency;
-	private readonly limit: 'read' | 'write' | undefined;
-	private readonly number = nextRequestNumber();
+	private readonly number = ++requests;
 
 	constructor(
 		private readonly ctx: ApiContext,
@@ -102,25 +91,24 @@ class Attempts {
 		this.policy = { ...DEFAULT_RETRY, ...options.retry };
 		this.cancel = cancelSignal(ctx);
 		this.concurrency = concurrencyOf(ctx);
-		this.limit = options.limit === 'storage' || !options.rateLimits ? undefined : options.limit;
 	}
 
 	/** Waits for this attempt's turn (Concurrency, then the key's rate limit); resolves with what frees both. */
 	async turn(): Promise<() => void> {
-		const { options, concurrency, limit } = this;
+		const { options, concurrency } = this;
 		let release = () => {};
 		let waited: unknown;
 		try {
 			if (concurrency)
 				release = await concurrency.acquire(options.position ?? options.itemIndex ?? 0);
-			if (!limit) return release;
-			const signal = anySignal([this.cancel, concurrency?.stopSignal]);
-			const done = await options.rateLimits!.turn(
-				limit,
+			if (!options.rateLimit) return release;
+			// The execution's cancel signal and the run's stop: either ends a wait for a turn.
+			const signals = [this.cancel, concurrency?.stopSignal].filter((s) => s !== undefined);
+			const done = await options.rateLimit.turn(
 				options.priority ?? 'normal',
 				this.number,
 				this.policy.maxTurnWaitMs,
-				signal,
+				AbortSignal.any(signals),
 			);
 			return () => (done(), release());
 		} catch (error) {
@@ -152,13 +140,7 @@ class Attempts {
 		if (certificateProblem(error))
 			throw certificateError(ctx.getNode(), error, options.target, options.itemIndex);
 		if (refusedByN8n(error) || !networkCodeOf(error))
-			throw notSentError(
-				ctx.getNode(),
-				error,
-				options.target,
-				refusedByN8n(error) ? 'policy' : 'own',
-				options.itemIndex,
-			);
+			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
 		if (!options.retryable || attempt >= policy.maxAttempts)
 			throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
 		return backoffMs(policy, attempt);
@@ -169,20 +151,21 @@ class Attempts {
 	 * the next attempt (0 when the key's rate limit holds it), or the error to throw.
 	 */
 	afterAnswer(response: IN8nHttpFullResponse, attempt: number): number | undefined {
-		const { ctx, options, policy, limit } = this;
+		const { ctx, options, policy } = this;
+		const { rateLimit } = options;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
 		// The key's rate limit holds every request for a 429's Retry-After, and for a 503's once the
 		// service is unavailable (rateLimits.ts); the request a 503 answered waits its own Retry-After.
-		const held = limit ? options.rateLimits!.observe(limit, status, retryAfter) : true;
+		const held = rateLimit?.observe(status, retryAfter) ?? true;
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') =>
 			responseError(ctx.getNode(), response, attempt, options.itemIndex, why);
 		const retryable = status === 429 || status >= 500;
 		if (!retryable || attempt >= policy.maxAttempts) throw fail();
 		if (!options.retryable) throw fail('once');
-		if ((status === 429 || status === 503) && limit && !held) throw fail('asked');
-		if (status === 429 && limit) return 0; // it goes again in its turn, once the hold has passed
+		if ((status === 429 || status === 503) && !held) throw fail('asked');
+		if (status === 429 && rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		const delay =
 			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
 		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');

@@ -5,21 +5,7 @@
 import { createHash, createHmac } from 'node:crypto';
 
 import type { S3Access, S3Object } from './s3Addresses';
-import {
-	bucketBase,
-	bucketUrl,
-	keyPath,
-	objectUrl,
-	parseS3Uri,
-	s3AccessOf,
-	s3Uri,
-	serviceUrl,
-	uriEncode,
-	withoutQuery,
-} from './s3Addresses';
-
-export type { S3Access, S3Object };
-export { bucketUrl, objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl, withoutQuery };
+import { bucketBase, keyPath, uriEncode, withoutQuery } from './s3Addresses';
 
 /** SHA-256 of an empty body: what the SDK's S3 client signs and sends for bodiless requests. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

@@ -1,6 +1,7 @@
 // Where an S3 object lives: the host, path and style (virtual-hosted or path) the AWS SDK would
 // address it by, for AWS's partitions and S3-compatible stores. Checked against @aws-sdk/client-s3
 // 3.1164.0 byte for byte (test/transport/s3.test.ts).
+import { httpUrl } from './service';
 
 export interface S3Access {
 	accessKeyId: string;
@@ -191,15 +192,7 @@ export function s3AccessOf(data: Record<string, unknown>): S3Access | string {
 		return 'Access Key ID and Secret Access Key are both needed';
 	if (!/^[a-z0-9-]+$/.test(access.region))
 		return `Region "${access.region}" is not a region name (e.g. eu-central-1; auto for Cloudflare R2)`;
-	if (access.endpoint) {
-		let url: URL | undefined;
-		try {
-			url = new URL(access.endpoint);
-		} catch {
-			url = undefined;
-		}
-		if (!url || !['http:', 'https:'].includes(url.protocol))
-			return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
-	}
+	if (access.endpoint && !httpUrl(access.endpoint))
+		return `Custom Endpoint "${access.endpoint}" is not an http(s) URL (e.g. https://<account-id>.r2.cloudflarestorage.com)`;
 	return access;
 }

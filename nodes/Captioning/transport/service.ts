@@ -65,13 +65,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		webhookToken?: string;
 	}>(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
-	let url: URL | undefined;
-	try {
-		url = new URL(baseUrl);
-	} catch {
-		url = undefined;
-	}
-	if (!url || !['http:', 'https:'].includes(url.protocol) || !url.pathname.endsWith('/v1')) {
+	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1')) {
 		throw new NodeOperationError(
 			ctx.getNode(),
 			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
@@ -94,6 +88,12 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		},
 		webhookToken,
 	};
+}
+
+/** The text as an http(s) URL; undefined when it is none. */
+export function httpUrl(text: string): URL | undefined {
+	const url = URL.canParse(text) ? new URL(text) : undefined;
+	return url?.protocol === 'http:' || url?.protocol === 'https:' ? url : undefined;
 }
 
 /**

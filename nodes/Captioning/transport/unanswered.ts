@@ -3,9 +3,18 @@
 // NodeApiError in words, looked up through the wrappers n8n puts around the HTTP client's errors.
 import type { IDataObject, INode, NodeApiError } from 'n8n-workflow';
 
-import type { ServiceError } from '../model/types';
 import { apiError } from './errors';
 import { withoutSignatures } from './secrets';
+
+/** An error for a request that got no answer: no status, no field, no request id. */
+const unanswered = (
+	node: INode,
+	code: string,
+	message: string,
+	description: string,
+	itemIndex?: number,
+) =>
+	apiError(node, { httpCode: '', code, message, param: '', requestId: '' }, description, itemIndex);
 
 /** A request that got no response (refused, reset, timed out, DNS). */
 export function networkError(
@@ -15,18 +24,11 @@ export function networkError(
 	attempts: number,
 	itemIndex?: number,
 ): NodeApiError {
-	const code = networkCode(cause);
-	const e: ServiceError = {
-		httpCode: '',
-		code,
-		message: `Could not reach ${target} (${code})`,
-		param: '',
-		requestId: '',
-	};
+	const code = networkCodeOf(cause) ?? 'ECONNECTION';
 	const description =
 		`No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check the Base URL in the credentials, ` +
 		'the network and any proxy between n8n and the service.';
-	return apiError(node, e, description, itemIndex);
+	return unanswered(node, code, `Could not reach ${target} (${code})`, description, itemIndex);
 }
 
 /** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
@@ -55,9 +57,14 @@ export function networkCodeOf(cause: unknown): string | undefined {
 		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
 }
 
-export function networkCode(cause: unknown): string {
-	return networkCodeOf(cause) ?? 'ECONNECTION';
-}
+// n8n 2.x's mark on what its own policy refused to send (`@n8n/backend-network`): the one thing the
+// package reads of n8n beyond its public node interface. If n8n drops it, such a refusal is retried
+// as a network failure, with the same Idempotency-Key (test/e2e/networkFaults.test.ts).
+const REFUSED_BY_N8N = Symbol.for('n8n.backend-network.non-retryable-error');
+
+/** Whether n8n refused to send the request (the mark, on the error or one it wraps). */
+export const refusedByN8n = (cause: unknown) =>
+	chain(cause).some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true);
 
 /** What a certificate the TLS connection refused is, by Node's code for it. */
 const CERTIFICATE_WORDS: Record<string, string> = {
@@ -97,27 +104,20 @@ export function certificateError(
 	itemIndex?: number,
 ): NodeApiError {
 	const code = certificateProblem(cause)!;
-	const e: ServiceError = {
-		httpCode: '',
+	return unanswered(
+		node,
 		code,
-		message: `The TLS certificate of ${target} ${CERTIFICATE_WORDS[code]} (${code})`,
-		param: '',
-		requestId: '',
-	};
-	const description =
-		'The connection ended at the certificate, before anything was sent, so it was not tried again. Renew the certificate on that server, or check the Base URL; a service with an authority of its own needs n8n to trust it (NODE_EXTRA_CA_CERTS).';
-	return apiError(node, e, description, itemIndex);
+		`The TLS certificate of ${target} ${CERTIFICATE_WORDS[code]} (${code})`,
+		'The connection ended at the certificate, before anything was sent, so it was not tried again. Renew the certificate on that server, or check the Base URL; a service with an authority of its own needs n8n to trust it (NODE_EXTRA_CA_CERTS).',
+		itemIndex,
+	);
 }
 
-/**
- * A request that failed inside n8n, not on the network: what n8n said. `policy`: n8n's policy refused
- * to send it; `own`: n8n's own error, with no network code.
- */
+/** A request that failed inside n8n, not on the network (n8n's policy refused it, or its own error): what n8n said. */
 export function notSentError(
 	node: INode,
 	cause: unknown,
 	target: string,
-	why: 'policy' | 'own',
 	itemIndex?: number,
 ): NodeApiError {
 	const levels = chain(cause);
@@ -129,19 +129,15 @@ export function notSentError(
 	const advice = levels
 		.map((level) => level.description)
 		.find((d): d is string => typeof d === 'string' && d !== '');
-	const e: ServiceError = {
-		httpCode: '',
-		code: 'not_sent',
-		message:
-			why === 'policy'
-				? `n8n did not send the request to ${target}: ${withoutSignatures(said)}`
-				: `n8n could not complete the request to ${target}: ${withoutSignatures(said)}`,
-		param: '',
-		requestId: '',
-	};
-	const description =
-		why === 'policy'
-			? `${advice ? `${advice} ` : ''}n8n's own policy refused the request before it left (an n8n administrator sets which addresses n8n may call), so it was not tried again. Nothing reached the service.`
-			: `${advice ? `${advice} ` : ''}n8n stopped the request with an error of its own, not a network failure, so it was not tried again.`;
-	return apiError(node, e, description, itemIndex);
+	const policy = refusedByN8n(cause);
+	return unanswered(
+		node,
+		'not_sent',
+		`n8n ${policy ? 'did not send' : 'could not complete'} the request to ${target}: ${withoutSignatures(said)}`,
+		(advice ? `${advice} ` : '') +
+			(policy
+				? "n8n's own policy refused the request before it left (an n8n administrator sets which addresses n8n may call), so it was not tried again. Nothing reached the service."
+				: 'n8n stopped the request with an error of its own, not a network failure, so it was not tried again.'),
+		itemIndex,
+	);
 }

@@ -19,7 +19,7 @@ import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
-import { s3Uri } from '../../transport/s3';
+import { s3Uri } from '../../transport/s3Addresses';
 import {
 	batchUrl,
 	inPlaceReason,
