@@ -76,9 +76,10 @@ export class CaptioningApi implements ICredentialType {
 	): Promise<IHttpRequestOptions> {
 		const baseUrl = baseUrlOf(credentials);
 		// n8n's own requests carry `url` (and `baseURL` for the credential test); the HTTP Request node's carry `uri`.
-		const options = requestOptions as IHttpRequestOptions & { uri?: string };
-		const target = targetOf(options.uri ?? options.url, options.baseURL);
-		if (!target || !underBaseUrl(target, baseUrl)) {
+		const { uri, url = '', baseURL } = requestOptions as IHttpRequestOptions & { uri?: string };
+		const target =
+			uri ?? (baseURL ? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}` : url);
+		if (!underBaseUrl(target, baseUrl)) {
 			throw new Error(
 				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${addressOf(target)} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
 			);
@@ -167,24 +168,12 @@ export class CaptioningApi implements ICredentialType {
 	};
 }
 
-/** The URL a request goes to: its url resolved against its baseURL when it has one. */
 /** The request's address as an error may show it: no user info, query or fragment (a signature, a token). */
-function addressOf(target: string | undefined): string {
+function addressOf(target: string): string {
 	try {
-		const url = new URL(target ?? '');
+		const url = new URL(target);
 		return `${url.origin}${url.pathname}`;
 	} catch {
 		return "this request's URL";
-	}
-}
-
-function targetOf(url: string | undefined, baseURL: string | undefined): string | undefined {
-	if (!url) return undefined;
-	try {
-		return baseURL
-			? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}`
-			: new URL(url).href;
-	} catch {
-		return undefined;
 	}
 }

@@ -12,9 +12,9 @@ import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
 import { metadataFilterFields, metadataMatches } from '../Captioning/listing/filters';
 import type { EventType } from '../Captioning/model/events';
-import { EVENT_OF_STATUS } from '../Captioning/model/events';
+import { EVENT_OF_STATUS, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { jobPages } from '../Captioning/transport/jobs';
+import { listJobs, PAGE_SIZE } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
 import { filtersKey, finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
 
@@ -65,7 +65,7 @@ export class CaptioningPollingTrigger implements INodeType {
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
 		const staticData = this.getWorkflowStaticData('node') as PollState;
 		const filters = this.getNodeParameter('filters', {}) as IDataObject;
-		if (!staticData.started || staticData.filters !== filtersKey(filters)) {
+		if (staticData.filters !== filtersKey(filters)) {
 			// Activation (or new Filters): start from now (no flood of history), remembering the open jobs that fit.
 			Object.assign(staticData, await firstState(this, filters));
 			return null;
@@ -153,13 +153,8 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
 	const latest: Job[] = [];
 	for (const type of events) {
-		for await (const page of jobPages(ctx, {
-			status: type === 'job.completed' ? 'completed' : 'cancelled',
-		})) {
-			const found = page.find(wanted);
-			if (found) latest.push(found);
-			break;
-		}
+		const found = (await listJobs(ctx, { status: STATUS_OF[type] }, PAGE_SIZE)).find(wanted);
+		if (found) latest.push(found);
 	}
 	latest.sort(
 		(a, b) =>

@@ -15,13 +15,13 @@
 // whatever the size of the workspace and the age of the followed jobs. The state is replaced only
 // at the end of a successful poll, so an older one brought back by a restart only reads further
 // back; it stays bounded.
-import type { IDataObject, IPollFunctions, JsonObject } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+import type { IDataObject, IPollFunctions } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import { metadataMatches } from '../Captioning/listing/filters';
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { jobPages, readJob } from '../Captioning/transport/jobs';
+import { jobPages, listJobs, PAGE_SIZE, readJob } from '../Captioning/transport/jobs';
 
 /** How many reported jobs are remembered (a net for a state that n8n saved before a restart). */
 export const REMEMBERED_REPORTS = 1000;
@@ -39,8 +39,6 @@ export const pollWindow = {
 };
 
 export interface PollState {
-	/** Set by the first poll (at activation): events are reported from then on, not before. */
-	started?: boolean;
 	/** Jobs created after this (ms) that are not in `known` are new. */
 	horizon?: number;
 	/** Jobs created after `horizon` that a poll saw: id → creation time (ms). */
@@ -50,7 +48,7 @@ export interface PollState {
 	/** When the open jobs beyond the pages a poll reads are checked next (ms), and the wait before that. */
 	checkAt?: number;
 	checkEveryMs?: number;
-	/** The Filters `open` was chosen by. */
+	/** The Filters `open` was chosen by; set by the first poll (at activation): events are reported from then on. */
 	filters?: string;
 	/** What the next execution says in a hint: bounds a poll reached (at most a few, newest last). */
 	notices?: string[];
@@ -66,24 +64,8 @@ export const filtersKey = (filters: IDataObject) =>
 
 /** Every job of the workspace that is queued or processing now (the lists grow with those, not with history). */
 async function openJobs(ctx: IPollFunctions): Promise<Job[]> {
-	const jobs: Job[] = [];
-	for (const status of ['queued', 'processing']) {
-		for await (const page of jobPages(ctx, { status })) jobs.push(...page);
-	}
-	return jobs;
-}
-
-/** One job, or undefined when the service no longer has it (404). */
-async function readIfThere(ctx: IPollFunctions, id: string): Promise<Job | undefined> {
-	try {
-		return await readJob(ctx, id);
-	} catch (error) {
-		if (error instanceof NodeApiError && error.httpCode === '404') return undefined;
-		// Both constructors hand back an error that already is of their class, unchanged.
-		if (error instanceof NodeApiError)
-			throw new NodeApiError(ctx.getNode(), error as unknown as JsonObject);
-		throw new NodeOperationError(ctx.getNode(), error as Error);
-	}
+	const queued = await listJobs(ctx, { status: 'queued' }, undefined);
+	return [...queued, ...(await listJobs(ctx, { status: 'processing' }, undefined))];
 }
 
 /** The window of known jobs after a poll that saw these: behind the newest by the overlap, at most maxKnown. */
@@ -112,20 +94,14 @@ function windowOf(
  */
 export async function firstState(ctx: IPollFunctions, filters: IDataObject): Promise<PollState> {
 	const openBefore = await openJobs(ctx);
-	const known: Record<string, number> = {};
-	let horizon = -Infinity;
-	for await (const page of jobPages(ctx)) {
-		for (const job of page) known[job.id] = at(job.created_at);
-		// A full page: older jobs exist that were not read, so none of them counts as new.
-		if (page.length > 0) horizon = at(page.at(-1)!.created_at);
-		break;
-	}
+	const page = await listJobs(ctx, {}, PAGE_SIZE);
+	const known = Object.fromEntries(page.map((job) => [job.id, at(job.created_at)]));
 	const open: Record<string, number> = {};
 	for (const job of [...openBefore, ...(await openJobs(ctx))])
 		if (metadataMatches(job, filters)) open[job.id] = at(job.created_at);
-	const window = windowOf(Object.keys(known).length < 100 ? -Infinity : horizon, known);
+	// A full page: older jobs exist that were not read, so none of them counts as new.
+	const window = windowOf(page.length < PAGE_SIZE ? -Infinity : at(page.at(-1)!.created_at), known);
 	return {
-		started: true,
 		horizon: window.horizon,
 		known: window.known,
 		open,
@@ -194,8 +170,11 @@ function note(found: Found, job: Job): void {
 /** Open jobs further back than the pages read, one by one. */
 async function readOpenById(ctx: IPollFunctions, found: Found): Promise<void> {
 	for (const id of found.unseen) {
-		const job = await readIfThere(ctx, id);
-		// Deleted, or not in this workspace any more: nothing more will come of it.
+		// Deleted, or not in this workspace any more (404): nothing more will come of it.
+		const job = await readJob(ctx, id).catch((error: unknown) => {
+			if (error instanceof NodeApiError && error.httpCode === '404') return undefined;
+			throw error;
+		});
 		if (!job) delete found.open[id];
 		else if (isFinal(job)) note(found, job);
 	}
@@ -253,27 +232,23 @@ export async function finishedSince(
 	const { cut, ...window } = windowOf(state.horizon ?? -Infinity, found.known);
 	const open = boundedOpen(found.open);
 	const dropped = Object.keys(found.open).length - Object.keys(open).length;
-	const notices = [
-		...(cut
-			? [
-					`More than ${pollWindow.maxKnown} jobs were created within ${pollWindow.overlapMs / 60000} minutes: a job that enters the service's list late, below them, is not reported.`,
-				]
-			: []),
-		...(dropped > 0
-			? [
-					`Open jobs that fit the Filters no longer followed: ${dropped} (at most the newest ${pollWindow.maxOpen} are followed); their completion is not reported.`,
-				]
-			: []),
-	];
+	const notices = [...(state.notices ?? [])];
+	if (cut)
+		notices.push(
+			`More than ${pollWindow.maxKnown} jobs were created within ${pollWindow.overlapMs / 60000} minutes: a job that enters the service's list late, below them, is not reported.`,
+		);
+	if (dropped > 0)
+		notices.push(
+			`Open jobs that fit the Filters no longer followed: ${dropped} (at most the newest ${pollWindow.maxOpen} are followed); their completion is not reported.`,
+		);
 	return {
 		finished: inOrder,
 		next: {
-			started: true,
 			...window,
 			open,
 			...nextCheck(state, found, now),
 			filters: state.filters,
-			notices: [...(state.notices ?? []), ...notices].slice(-5),
+			notices: notices.slice(-5),
 			reported: state.reported ?? [],
 		},
 	};

@@ -8,18 +8,18 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
-import { answerRefusal, backsUp, comeBack, eventRead, respond } from '../Captioning/events/verify';
+import { answerRefusal, backsUp, comeBack, respond } from '../Captioning/events/verify';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { sleep } from '../Captioning/transport';
 import { serviceOf } from '../Captioning/transport/service';
 import { claimEvent, eventsStarted, tokenMatches } from './handledEvents';
-import { forgetReads, readBackLimits, readTogether } from './readBack';
+import { readBackLimits, readTogether } from './readBack';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -83,7 +83,6 @@ export class CaptioningTrigger implements INodeType {
 				return true;
 			},
 			async delete(this: IHookFunctions): Promise<boolean> {
-				forgetReads(this.getWorkflow().id, this.getNode().id);
 				return true;
 			},
 		},
@@ -101,10 +100,7 @@ export class CaptioningTrigger implements INodeType {
 		const proven = webhookToken !== undefined;
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
-		if (problem)
-			return proven
-				? respond(this, 400, { error: `Not a captioning event: ${problem}.` })
-				: comeBack(this, NOT_NOW);
+		if (problem) return refuse(this, proven, 400, `Not a captioning event: ${problem}.`);
 		const event = body as unknown as CaptioningEvent;
 		const events = this.getNodeParameter('events', []) as EventType[];
 		if (!events.includes(event.type))
@@ -141,6 +137,10 @@ export class CaptioningTrigger implements INodeType {
  */
 const NOT_NOW = 'Not accepted now; deliver the event again later.';
 
+/** A refusal as a caller with the token hears it (a 503 asks to come back); a stranger hears NOT_NOW. */
+const refuse = (ctx: IWebhookFunctions, proven: boolean, status: number, error: string) =>
+	proven ? answerRefusal(ctx, { status, error }) : comeBack(ctx, NOT_NOW);
+
 /** An event taken without starting the workflow; the reason only for a caller with the token. */
 const notStarted = (reason?: string): IWebhookResponseData => ({
 	webhookResponse: { received: true, started: false, ...(reason ? { reason } : {}) },
@@ -164,19 +164,17 @@ async function handleEvent(
 		);
 	}
 	if (seen.kind === 'underWay')
-		return comeBack(
+		return refuse(
 			ctx,
-			proven
-				? `Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`
-				: NOT_NOW,
+			proven,
+			503,
+			`Event ${event.id} is being handled (an earlier delivery of it is with n8n); deliver it again later.`,
 		);
-	try {
-		return await startWith(ctx, event, proven);
-	} catch (error) {
-		// n8n answers 500, which ends the try: a redelivery is handled anew.
-		throw new NodeOperationError(ctx.getNode(), error as Error);
-	}
+	// Should it throw, n8n answers 500, which ends the try: a redelivery is handled anew.
+	return await startWith(ctx, event, proven);
 }
+
+const late = () => new Error("not in time: the API key's reads are busy");
 
 /**
  * A new event, claimed: read back (with the events that arrive with it) and checked as Verify
@@ -188,7 +186,6 @@ async function startWith(
 	event: CaptioningEvent,
 	proven: boolean,
 ): Promise<IWebhookResponseData> {
-	const deadline = Date.now() + readBackLimits.answerWithinMs;
 	const verify = ctx.getNodeParameter('verify', true) as boolean;
 	const attach =
 		event.type === 'job.completed' && (ctx.getNodeParameter('attachCaptions', false) as boolean);
@@ -201,21 +198,11 @@ async function startWith(
 		const answered = new AbortController();
 		const read = await Promise.race([
 			readTogether(ctx, event, proven),
-			sleep(Math.max(0, deadline - Date.now()), answered.signal).then(
-				() => undefined,
-				() => undefined,
-			),
+			sleep(readBackLimits.answerWithinMs, answered.signal).then(late, late),
 		]).finally(() => answered.abort());
-		if (read === undefined)
-			return comeBack(
-				ctx,
-				proven
-					? `The job of event ${event.id} could not be read in time (the API key's reads are busy); deliver it again later.`
-					: NOT_NOW,
-			);
 		// Verify off: the status must still match (links of a job not yet completed are no captions).
-		const checked = backsUp(ctx, event, eventRead(read), !verify);
-		if ('error' in checked) return proven ? answerRefusal(ctx, checked) : comeBack(ctx, NOT_NOW);
+		const checked = backsUp(ctx, event, read, !verify);
+		if ('error' in checked) return refuse(ctx, proven, checked.status, checked.error);
 		job = checked.job;
 	}
 	const item = jobEventItem(job, {

@@ -34,13 +34,6 @@ export const readBackLimits = {
 	strangerWindowMs: 60000,
 };
 
-/** A stranger's event that the trigger did not read: its reads for strangers are spent for now. */
-export class NotReadNow extends Error {
-	constructor() {
-		super('Not read: the reads for deliveries without the token are spent for now');
-	}
-}
-
 interface Waiting {
 	ctx: IWebhookFunctions;
 	event: CaptioningEvent;
@@ -53,10 +46,8 @@ interface Reader {
 	queue: Waiting[];
 	draining: boolean;
 	lastReadAt: number;
-	/** Final jobs the pages of recent reads held, by id, with when they were read (oldest first). */
-	recent: Map<string, { job: Job; at: number }>;
-	/** Job ids a recent read found in no job of the workspace (404), with the error: not read again. */
-	unknown: Map<string, { error: Error; at: number }>;
+	/** What recent reads showed, by job id, oldest first: final jobs, and ids in no job of the workspace (404). */
+	recent: Map<string, { read: Job | Error; at: number }>;
 	/** The reads left for strangers' events in the window that began `since`. */
 	strangers: { left: number; since: number };
 }
@@ -64,72 +55,55 @@ interface Reader {
 /** Per workflow, node and credentials. */
 const readers = new Map<string, Reader>();
 
-const triggerKey = (workflowId: string | undefined, nodeId: string) =>
-	`${workflowId ?? ''}:${nodeId}:`;
-
-/** Forgets what a trigger's reads kept (its workflow was deactivated). */
-export function forgetReads(workflowId: string | undefined, nodeId: string): void {
-	for (const key of [...readers.keys()])
-		if (key.startsWith(triggerKey(workflowId, nodeId))) readers.delete(key);
+/** Drops what is past `recentMs` or over `recentJobs` (the map is in the order things were read). */
+function trim(reader: Reader, now: number): void {
+	for (const [id, kept] of reader.recent) {
+		if (reader.recent.size <= readBackLimits.recentJobs && now - kept.at <= readBackLimits.recentMs)
+			break;
+		reader.recent.delete(id);
+	}
 }
 
 function readerOf(ctx: IWebhookFunctions): Reader {
 	const now = Date.now();
 	for (const [key, r] of readers) {
-		for (const kept of [r.recent, r.unknown]) {
-			for (const [id, entry] of kept) {
-				if (now - entry.at <= readBackLimits.recentMs) break; // kept in the order they were read
-				kept.delete(id);
-			}
-		}
-		if (
-			!r.draining &&
-			r.queue.length === 0 &&
-			r.recent.size === 0 &&
-			r.unknown.size === 0 &&
-			now - r.strangers.since >= readBackLimits.strangerWindowMs
-		)
-			readers.delete(key);
+		trim(r, now);
+		const idle = !r.draining && r.queue.length === 0 && r.recent.size === 0;
+		if (idle && now - r.strangers.since >= readBackLimits.strangerWindowMs) readers.delete(key);
 	}
 	// By the credential's id, not its secret: decrypting it means a database read, which under a burst
 	// waits behind every execution n8n is saving.
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
-	const key = `${triggerKey(ctx.getWorkflow().id, ctx.getNode().id)}${credential}`;
+	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
 	let reader = readers.get(key);
-	if (!reader)
-		readers.set(
-			key,
-			(reader = {
-				queue: [],
-				draining: false,
-				lastReadAt: 0,
-				recent: new Map(),
-				unknown: new Map(),
-				strangers: { left: 0, since: 0 },
-			}),
-		);
+	if (!reader) {
+		reader = {
+			queue: [],
+			draining: false,
+			lastReadAt: 0,
+			recent: new Map(),
+			strangers: { left: 0, since: 0 },
+		};
+		readers.set(key, reader);
+	}
 	return reader;
 }
 
-/** A kept job that backs the event's status up, if one was read recently enough. */
-function recentFor(reader: Reader, event: CaptioningEvent): Job | undefined {
+/** What a recent read showed that answers the event: its job not in the workspace, or final with the event's status. */
+function recentFor(reader: Reader, event: CaptioningEvent): Job | Error | undefined {
 	const kept = reader.recent.get(event.data.id);
 	if (!kept || Date.now() - kept.at > readBackLimits.recentMs) return undefined;
-	return verificationProblem(event, kept.job) ? undefined : kept.job;
+	const { read } = kept;
+	return read instanceof Error || !verificationProblem(event, read) ? read : undefined;
 }
 
-function keep(reader: Reader, job: Job): void {
-	if (!isFinal(job)) return;
-	reader.recent.delete(job.id);
-	reader.recent.set(job.id, { job, at: Date.now() });
-	for (const [id, kept] of reader.recent) {
-		if (
-			reader.recent.size <= readBackLimits.recentJobs &&
-			Date.now() - kept.at <= readBackLimits.recentMs
-		)
-			break;
-		reader.recent.delete(id);
-	}
+/** Keeps a final job, or a 404, for the events that come next. */
+function keep(reader: Reader, id: string, read: Job | Error): void {
+	const is404 = read instanceof NodeApiError && read.httpCode === '404';
+	if (read instanceof Error ? !is404 : !isFinal(read)) return;
+	reader.recent.delete(id);
+	reader.recent.set(id, { read, at: Date.now() });
+	trim(reader, Date.now());
 }
 
 /** The reads left for strangers' events now (a new window's, once the last one ended). */
@@ -140,9 +114,11 @@ function strangersBudget(reader: Reader): ReadBudget {
 	return reader.strangers;
 }
 
+const notRead = (id: string) => new Error(`job ${id} was not read`);
+
 /**
  * The event's job as the API returns it (or the error reading it), read with its neighbours; for a
- * stranger (not `proven`) once the reads for strangers are spent, NotReadNow without a read.
+ * stranger (not `proven`) once the reads for strangers are spent, an error without a read.
  */
 export async function readTogether(
 	ctx: IWebhookFunctions,
@@ -152,9 +128,7 @@ export async function readTogether(
 	const reader = readerOf(ctx);
 	const kept = recentFor(reader, event);
 	if (kept) return kept;
-	const unknown = reader.unknown.get(event.data.id);
-	if (unknown) return unknown.error;
-	if (!proven && strangersBudget(reader).left <= 0) return new NotReadNow();
+	if (!proven && strangersBudget(reader).left <= 0) return notRead(event.data.id);
 	const read = new Promise<Job | Error>((resolve) =>
 		reader.queue.push({ ctx, event, proven, resolve }),
 	);
@@ -174,7 +148,7 @@ async function readBatch(reader: Reader, batch: Waiting[], proven: boolean): Pro
 		// Read with the credentials of a request still waiting for the answer (the batch's first).
 		read = await readJobsSettled(batch[0].ctx, jobs, {
 			priority: proven ? 'high' : 'low',
-			seen: (job) => keep(reader, job),
+			seen: (job) => keep(reader, job.id, job),
 			retry: { maxTurnWaitMs: readBackLimits.answerWithinMs },
 			// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
 			maxPages: Math.min(batch.length, readBackLimits.maxPages),
@@ -183,16 +157,8 @@ async function readBatch(reader: Reader, batch: Waiting[], proven: boolean): Pro
 	} catch (error) {
 		read = new Map(batch.map((w) => [w.event.data.id, error as Error]));
 	}
-	for (const [id, job] of read) {
-		if (!(job instanceof Error)) keep(reader, job);
-		else if (job instanceof NodeApiError && job.httpCode === '404')
-			reader.unknown.set(id, { error: job, at: Date.now() });
-	}
-	for (const w of batch)
-		w.resolve(
-			read.get(w.event.data.id) ??
-				(budget ? new NotReadNow() : new Error(`job ${w.event.data.id} was not read`)),
-		);
+	for (const [id, job] of read) keep(reader, id, job);
+	for (const w of batch) w.resolve(read.get(w.event.data.id) ?? notRead(w.event.data.id));
 }
 
 async function drain(reader: Reader): Promise<void> {

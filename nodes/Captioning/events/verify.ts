@@ -29,10 +29,8 @@ export function comeBack(ctx: IWebhookFunctions, error: string): IWebhookRespons
 	return { noWebhookResponse: true };
 }
 
-/** A refusal or a "come back later" (503), as `backsUp` or `eventRead` decided it. */
+/** A refusal or a "come back later" (503), as `backsUp` decided it. */
 export type Refusal = { status: number; error: string };
-
-export type EventRead = { job: Job } | Refusal;
 
 /** Answers a refusal: a 503 asks the sender to come back (Retry-After); others are final. */
 export function answerRefusal(ctx: IWebhookFunctions, refusal: Refusal): IWebhookResponseData {
@@ -42,22 +40,7 @@ export function answerRefusal(ctx: IWebhookFunctions, refusal: Refusal): IWebhoo
 }
 
 /**
- * A read of the event's job as the trigger answers it: a job outside this workspace is refused
- * (403); a failure to read it asks the sender to come back (503).
- */
-export function eventRead(result: Job | Error): EventRead {
-	if (!(result instanceof Error)) return { job: result };
-	if (result instanceof NodeApiError && result.httpCode === '404') {
-		return { status: 403, error: 'Event refused: its job is not in this workspace.' };
-	}
-	return {
-		status: 503,
-		error: `The job could not be read (${result.message}); deliver the event again later.`,
-	};
-}
-
-/**
- * Whether the job as read backs the event up. The service does not sign events, so this is what
+ * Whether the job as read (or the error reading it) backs the event up. The service does not sign events, so this is what
  * makes one trustworthy: the job must be in this workspace (else 403), have the status the event
  * claims (else 503: the status may not show yet, so the sender is asked to come back), and, unless
  * `statusOnly`, have been ordered with the URL this request came to (else 403: another workflow's
@@ -66,11 +49,16 @@ export function eventRead(result: Job | Error): EventRead {
 export function backsUp(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
-	read: EventRead,
+	job: Job | Error,
 	statusOnly = false,
-): EventRead {
-	if ('error' in read) return read;
-	const { job } = read;
+): { job: Job } | Refusal {
+	if (job instanceof NodeApiError && job.httpCode === '404')
+		return { status: 403, error: 'Event refused: its job is not in this workspace.' };
+	if (job instanceof Error)
+		return {
+			status: 503,
+			error: `The job could not be read (${job.message}); deliver the event again later.`,
+		};
 	const mismatch = verificationProblem(event, job);
 	if (mismatch)
 		return { status: 503, error: `Not yet: ${mismatch}; deliver the event again later.` };

@@ -139,7 +139,7 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
 		});
 	}
-	const checked = backsUp(this, event, { job: own });
+	const checked = backsUp(this, event, own);
 	if ('error' in checked) return answerRefusal(this, checked);
 	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
 		return comeBack(
