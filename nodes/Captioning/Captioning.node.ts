@@ -1,6 +1,5 @@
 import type {
 	IExecuteFunctions,
-	IHookFunctions,
 	INodeExecutionData,
 	INodeType,
 	INodeTypeDescription,
@@ -107,15 +106,9 @@ export class Captioning implements INodeType {
 	// registers it on activation and there is nothing at the service to create or delete.
 	webhookMethods = {
 		default: {
-			async checkExists(this: IHookFunctions): Promise<boolean> {
-				return true;
-			},
-			async create(this: IHookFunctions): Promise<boolean> {
-				return true;
-			},
-			async delete(this: IHookFunctions): Promise<boolean> {
-				return true;
-			},
+			checkExists: async () => true,
+			create: async () => true,
+			delete: async () => true,
 		},
 	};
 

@@ -1,7 +1,6 @@
 import type {
 	IExecuteFunctions,
 	IDataObject,
-	IHookFunctions,
 	INodeExecutionData,
 	INodeType,
 	INodeTypeDescription,
@@ -76,15 +75,9 @@ export class CaptioningTrigger implements INodeType {
 	// trigger on every publish of an edit) and ends after the redelivery window without deliveries.
 	webhookMethods = {
 		default: {
-			async checkExists(this: IHookFunctions): Promise<boolean> {
-				return false;
-			},
-			async create(this: IHookFunctions): Promise<boolean> {
-				return true;
-			},
-			async delete(this: IHookFunctions): Promise<boolean> {
-				return true;
-			},
+			checkExists: async () => false,
+			create: async () => true,
+			delete: async () => true,
 		},
 	};
 

@@ -48,8 +48,6 @@ const lastsForGood = (error: Error) =>
 export class JobWaiter {
 	private readonly watched = new Map<string, Watched>();
 	private running = false;
-	/** Rounds so far (what a test or the bench can count). */
-	rounds = 0;
 
 	constructor(private readonly ctx: IExecuteFunctions) {}
 
@@ -141,7 +139,6 @@ export class JobWaiter {
 
 	/** One read of every watched job, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
-		this.rounds += 1;
 		const jobs = [...this.watched.values()].map((w) => w.job);
 		const read = await readJobsSettled(this.ctx, jobs, { position: ROUND_POSITION });
 		for (const [id, result] of read) {
