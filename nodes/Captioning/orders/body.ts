@@ -16,12 +16,6 @@ export type JobSource = 'binary' | 'url' | 'upload' | 's3';
 
 function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string {
 	const url = value.trim();
-	let parsed: URL | undefined;
-	try {
-		parsed = new URL(url);
-	} catch {
-		parsed = undefined;
-	}
 	if (!url)
 		refuse(
 			ctx,
@@ -29,7 +23,7 @@ function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string
 			'Media URL is empty',
 			'Enter the public http(s) URL of a video or audio file (or a video-sharing link), or choose another Source.',
 		);
-	if (!parsed || !['http:', 'https:'].includes(parsed.protocol)) {
+	if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) {
 		refuse(
 			ctx,
 			i,
@@ -57,16 +51,13 @@ function checkWebhookUrl(ctx: IExecuteFunctions, i: number, value: string): stri
 			`Webhook URL is ${url.length} characters long`,
 			'The service accepts webhook URLs of at most 2048 characters. Use a shorter URL.',
 		);
-	try {
-		new URL(url);
-	} catch {
+	if (!URL.canParse(url))
 		refuse(
 			ctx,
 			i,
 			`Webhook URL "${withoutToken(url)}" is not a valid URL`,
 			'Enter a full https:// URL, e.g. the Production URL of a Captioning Trigger.',
 		);
-	}
 	return url;
 }
 
@@ -169,22 +160,36 @@ function buildRedactions(
 	return Object.keys(out).length ? out : undefined;
 }
 
+/** The Options' parameter names and the body fields they fill (what an untagged job is compared by). */
+export const OPTION_FIELDS = {
+	style: 'style',
+	model: 'model',
+	speakerLabels: 'speaker_labels',
+	speakerLabelStyle: 'speaker_label_style',
+	atmospherics: 'atmospherics',
+	profanity: 'profanity',
+	glossary: 'glossary',
+} as const satisfies Record<string, keyof CreateJobBody>;
+
+type OptionField = (typeof OPTION_FIELDS)[keyof typeof OPTION_FIELDS];
+
+/** An Option's value as its field takes it: a switch as a boolean, the glossary as its nonblank terms, a choice as chosen. */
+function optionValue(field: OptionField, value: unknown): CreateJobBody[OptionField] {
+	if (field === 'speaker_labels' || field === 'atmospherics') return Boolean(value);
+	if (field === 'glossary') return stringList(value).filter((t) => t.trim() !== '');
+	return value as CreateJobBody[OptionField];
+}
+
 /** The CreateJob body without its source field: the caller adds media_url or upload_id. */
 export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBody {
 	const body: CreateJobBody = {};
 	const title = (ctx.getNodeParameter('title', i, '') as string).trim();
 	if (title) body.title = title;
 	const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
-	if (options.style !== undefined) body.style = options.style as CreateJobBody['style'];
-	if (options.model !== undefined) body.model = options.model as CreateJobBody['model'];
-	if (options.speakerLabels !== undefined) body.speaker_labels = Boolean(options.speakerLabels);
-	if (options.speakerLabelStyle !== undefined)
-		body.speaker_label_style = options.speakerLabelStyle as CreateJobBody['speaker_label_style'];
-	if (options.atmospherics !== undefined) body.atmospherics = Boolean(options.atmospherics);
-	if (options.profanity !== undefined)
-		body.profanity = options.profanity as CreateJobBody['profanity'];
-	if (options.glossary !== undefined)
-		body.glossary = stringList(options.glossary).filter((t) => t.trim() !== '');
+	for (const [name, field] of Object.entries(OPTION_FIELDS)) {
+		if (options[name] !== undefined)
+			Object.assign(body, { [field]: optionValue(field, options[name]) });
+	}
 	if (typeof options.webhookUrl === 'string' && options.webhookUrl.trim() !== '') {
 		body.webhook_url = checkWebhookUrl(ctx, i, options.webhookUrl);
 	}
@@ -234,24 +239,17 @@ export function sourceFields(ctx: IExecuteFunctions, i: number, source: JobSourc
 
 /** Refuses a body the service would answer with 413, before it is sent. */
 export function checkBodySize(ctx: IExecuteFunctions, i: number, body: CreateJobBody): void {
-	const size = Buffer.byteLength(JSON.stringify(body), 'utf8');
-	if (size > MAX_JSON_BODY) {
-		const parts = (['glossary', 'metadata', 'redactions'] as const)
-			.map(
-				(k) =>
-					[
-						k,
-						body[k] === undefined ? 0 : Buffer.byteLength(JSON.stringify(body[k]), 'utf8'),
-					] as const,
-			)
-			.filter(([, n]) => n > 0)
-			.map(([k, n]) => `${k} ${n} bytes`)
-			.join(', ');
-		refuse(
-			ctx,
-			i,
-			`The order is ${size} bytes of JSON, over the service's 64 KiB limit`,
-			`Shorten the largest parts (${parts}) so the whole order stays under 65536 bytes.`,
-		);
-	}
+	const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+	const size = bytes(body);
+	if (size <= MAX_JSON_BODY) return;
+	const parts = (['glossary', 'metadata', 'redactions'] as const)
+		.filter((part) => body[part] !== undefined)
+		.map((part) => `${part} ${bytes(body[part])} bytes`)
+		.join(', ');
+	refuse(
+		ctx,
+		i,
+		`The order is ${size} bytes of JSON, over the service's 64 KiB limit`,
+		`Shorten the largest parts (${parts}) so the whole order stays under 65536 bytes.`,
+	);
 }

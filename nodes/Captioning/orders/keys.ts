@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 
 import type { CreateJobBody, Job } from '../model/types';
 import { s3Uri } from '../transport/s3Addresses';
+import { OPTION_FIELDS } from './body';
 import type { Order } from './runOrders';
 
 const KEY_RULE = /^[!-~]{1,255}$/;
@@ -95,16 +96,6 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 	};
 }
 
-const OPTION_FIELDS = [
-	'style',
-	'model',
-	'speaker_labels',
-	'speaker_label_style',
-	'atmospherics',
-	'profanity',
-	'glossary',
-] as const;
-
 /**
  * Whether a job is the order of this tag. A tagged job is compared by its tag alone. A job the
  * workspace took untagged (one metadata key too many) counts by its media (a file by `uploadId`,
@@ -128,7 +119,7 @@ function isOrder(job: Job, order: Order, tag: string, uploadId?: string): boolea
 	const same = (value: unknown, sent: unknown) =>
 		sent === undefined || canonicalJson(value) === canonicalJson(sent);
 	return (
-		OPTION_FIELDS.every((f) => same(options[f], body[f])) &&
+		Object.values(OPTION_FIELDS).every((f) => same(options[f], body[f])) &&
 		Object.entries(body.redactions ?? {}).every(([k, v]) =>
 			same((options.redactions as IDataObject | undefined)?.[k], v),
 		)

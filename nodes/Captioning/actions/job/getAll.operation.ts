@@ -14,7 +14,7 @@ import {
 	titleMatches,
 } from '../../listing/filters';
 import type { Job } from '../../model/types';
-import { jobPages, listJobs } from '../../transport/jobs';
+import { jobPages } from '../../transport/jobs';
 import { batchOf } from '../batchState';
 import { simplifyField, simplifyJob } from './common';
 
@@ -89,42 +89,35 @@ export const description = updateDisplayOptions(
 	properties,
 );
 
+/**
+ * Reads the list (by status) newest first until Limit jobs matched. Without a Metadata or Title
+ * filter every job matches and a page asks only for what Limit still needs; with one, pages hold
+ * 100 jobs and a read through to the end is noted as a read of the whole history.
+ */
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
 	const returnAll = this.getNodeParameter('returnAll', i) as boolean;
-	const limit = returnAll ? undefined : (this.getNodeParameter('limit', i) as number);
-	const filters = this.getNodeParameter('filters', i, {}) as IDataObject;
+	const limit = returnAll ? Infinity : (this.getNodeParameter('limit', i) as number);
+	const { status, ...filters } = this.getNodeParameter('filters', i, {}) as IDataObject;
 	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
-	const { status, ...rest } = filters;
-	const jobs = filtersWhileReading(rest)
-		? await findJobs(this, status ? { status } : {}, rest, limit, i)
-		: await listJobs(this, filters, limit, i);
-	return jobs.map((job) => ({
-		json: simplify ? simplifyJob(job) : (job as unknown as IDataObject),
-	}));
-}
-
-/** Reads the list (by status) a page of 100 at a time, keeping matches, until Limit matched. */
-async function findJobs(
-	ctx: IExecuteFunctions,
-	byService: IDataObject,
-	filters: IDataObject,
-	limit: number | undefined,
-	i: number,
-): Promise<Job[]> {
+	const filtered = filtersWhileReading(filters);
+	const matches = (job: Job) => metadataMatches(job, filters) && titleMatches(job, filters);
+	const max = filtered ? Infinity : limit;
+	const pages = jobPages(this, status ? { status } : {}, { itemIndex: i, max });
 	const found: Job[] = [];
 	let read = 0;
-	for await (const page of jobPages(ctx, byService, { itemIndex: i })) {
-		for (const job of page) {
-			read += 1;
-			if (!metadataMatches(job, filters) || !titleMatches(job, filters)) continue;
-			found.push(job);
-			if (limit !== undefined && found.length >= limit) return found;
-		}
+	for await (const page of pages) {
+		read += page.length;
+		found.push(...page.filter(matches));
+		if (found.length >= limit) break;
 	}
-	const { notes } = batchOf(ctx);
-	notes.wholeHistory = {
-		read: (notes.wholeHistory?.read ?? 0) + read,
-		matched: (notes.wholeHistory?.matched ?? 0) + found.length,
-	};
-	return found;
+	if (filtered && found.length < limit) {
+		const { notes } = batchOf(this);
+		notes.wholeHistory = {
+			read: (notes.wholeHistory?.read ?? 0) + read,
+			matched: (notes.wholeHistory?.matched ?? 0) + found.length,
+		};
+	}
+	return found.slice(0, limit).map((job) => ({
+		json: simplify ? simplifyJob(job) : (job as unknown as IDataObject),
+	}));
 }
