@@ -1014,8 +1014,11 @@ describe('with Attach Captions the event is answered once stored, then its execu
 		sb.completeJob(id);
 		expect((await post(t.url, completedEvent(id, 'evt_docx_text'))).status).toBe(200);
 		expect(t.stored).toHaveLength(1);
-		expect(t.failed.map((e) => e.message)).toEqual([
-			expect.stringMatching(/^Attach Captions: DOCX is a Word file/),
+		expect(t.failed).toEqual([
+			expect.objectContaining({
+				message: "DOCX cannot go into the item's JSON",
+				description: expect.stringMatching(/Put Captions In: Both/),
+			}),
 		]);
 		expect(sb.ledger.captionDownloads).toHaveLength(0);
 	});

@@ -7,7 +7,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
 import type { CaptionFormat, Job } from '../model/types';
-import { CAPTION_FORMATS, textFormatNames } from '../model/types';
+import { CAPTION_FORMATS, formatNames, textFormatNames } from '../model/types';
 
 const FORMATS = Object.keys(CAPTION_FORMATS) as CaptionFormat[];
 
@@ -56,18 +56,49 @@ export const captionsAsField: INodeProperties = {
 		"Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent's tool the text always comes in the JSON (an agent cannot read files).",
 };
 
-/** Where captions go for this run: as a tool, the text always comes in the JSON. */
-export function captionsAsFor(ctx: IExecuteFunctions, i: number): CaptionsAs {
-	const as = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
-	return ctx.getNode().type.endsWith('Tool') && as === 'binary' ? 'both' : as;
+export const binaryPropertyNameField: INodeProperties = {
+	displayName: 'Put Output File in Field',
+	name: 'binaryPropertyName',
+	type: 'string',
+	default: 'data',
+	required: true,
+	displayOptions: { show: { captionsAs: ['binary', 'both'] } },
+	hint: 'The name of the output binary field to put the file in',
+	description:
+		'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt and data_vtt',
+};
+
+/** The captions a node is set to download: which formats, where they go, and the binary field. */
+export interface CaptionSettings {
+	formats: CaptionFormat[];
+	as: CaptionsAs;
+	field: string;
 }
 
-/** A format with no text for the JSON (DOCX) chosen for the JSON alone: the fix, before any request. */
-export function captionsAsProblem(formats: CaptionFormat[], as: CaptionsAs): string | undefined {
-	if (as === 'json' && formats.some((format) => CAPTION_FORMATS[format].json === 'file')) {
-		return "DOCX is a Word file and has no text for the item's JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX";
+/**
+ * The caption settings of item i, refused before any request when they cannot work: no format, or
+ * DOCX (no text) for the JSON alone. As a tool, the text always comes in the JSON.
+ */
+export function captionSettings(ctx: IExecuteFunctions, i: number): CaptionSettings {
+	const formats = ctx.getNodeParameter('formats', i, []) as CaptionFormat[];
+	if (!formats.length) {
+		throw new NodeOperationError(ctx.getNode(), 'No format is selected', {
+			itemIndex: i,
+			description: `Choose at least one of ${formatNames(' or ')} in Formats.`,
+		});
 	}
-	return undefined;
+	const chosen = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
+	const as = ctx.getNode().type.endsWith('Tool') && chosen === 'binary' ? 'both' : chosen;
+	if (as === 'json' && formats.some((format) => CAPTION_FORMATS[format].json === 'file')) {
+		throw new NodeOperationError(ctx.getNode(), "DOCX cannot go into the item's JSON", {
+			itemIndex: i,
+			description:
+				"DOCX is a Word file and has no text for the item's JSON: choose Put Captions In: Both (DOCX as a file, the other formats as text too), or TXT instead of DOCX in Formats.",
+		});
+	}
+	const field =
+		as === 'json' ? 'data' : (ctx.getNodeParameter('binaryPropertyName', i, 'data') as string);
+	return { formats, as, field };
 }
 
 /** Text cut at the last line end within the limit. */
@@ -193,16 +224,14 @@ function captionText(
 
 /**
  * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
- * (see CaptionsAs); refuses a job without captions. A download that fails throws, unless `settle`:
- * then the formats that came are output, and those that did not are listed in `failed`.
+ * (see CaptionSettings); refuses a job without captions. A download that fails throws, unless
+ * `settle`: then the formats that came are output, and those that did not are listed in `failed`.
  */
 export async function captionOutputs(
 	ctx: IExecuteFunctions,
 	i: number,
 	job: Job,
-	formats: CaptionFormat[],
-	field: string,
-	as: CaptionsAs = 'binary',
+	{ formats, as, field }: CaptionSettings,
 	settle = false,
 ): Promise<{ binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] }> {
 	const captions = captionsOf(ctx, i, job, formats);

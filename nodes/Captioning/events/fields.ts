@@ -1,7 +1,7 @@
 // The fields both triggers show: the events that start the workflow, and Attach Captions.
 import type { INodeProperties } from 'n8n-workflow';
 
-import { captionsAsField, formatsField } from '../captions';
+import { binaryPropertyNameField, captionsAsField, formatsField } from '../captions';
 
 export const eventsField: INodeProperties = {
 	displayName: 'Events',
@@ -29,17 +29,8 @@ export const attachCaptionsFields: INodeProperties[] = [
 		description:
 			'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
 	},
-	{ ...formatsField, displayOptions: { show: { attachCaptions: [true] } } },
-	{ ...captionsAsField, displayOptions: { show: { attachCaptions: [true] } } },
-	{
-		displayName: 'Put Output File in Field',
-		name: 'binaryPropertyName',
-		type: 'string',
-		default: 'data',
-		required: true,
-		displayOptions: { show: { attachCaptions: [true], captionsAs: ['binary', 'both'] } },
-		hint: 'The name of the output binary field to put the file in',
-		description:
-			'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt',
-	},
+	...[formatsField, captionsAsField, binaryPropertyNameField].map((field) => ({
+		...field,
+		displayOptions: { show: { ...field.displayOptions?.show, attachCaptions: [true] } },
+	})),
 ];

@@ -1,12 +1,11 @@
 // The item a job event starts a workflow with (both triggers): the job as read, what the event said
 // of it, and with Attach Captions its files or text, downloaded inside the execution.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
-import type { CaptionsAs } from '../captions';
-import { captionOutputs, captionsAsFor, captionsAsProblem } from '../captions';
+import type { CaptionSettings } from '../captions';
+import { captionOutputs, captionSettings } from '../captions';
 import type { EventType } from '../model/events';
-import type { CaptionFormat, Job } from '../model/types';
+import type { Job } from '../model/types';
 import {
 	DEFAULT_CONCURRENCY,
 	eachAtMost,
@@ -16,23 +15,9 @@ import {
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
-export function attachSettings(
-	ctx: IExecuteFunctions,
-): { formats: CaptionFormat[]; as: CaptionsAs; field: string } | undefined {
-	if (!(ctx.getNodeParameter('attachCaptions', 0, false) as boolean)) return undefined;
-	const formats = ctx.getNodeParameter('formats', 0, []) as CaptionFormat[];
-	const as = captionsAsFor(ctx, 0);
-	const problem = captionsAsProblem(formats, as);
-	if (problem) throw new NodeOperationError(ctx.getNode(), `Attach Captions: ${problem}`);
-	return {
-		formats,
-		as,
-		field:
-			as === 'json' ? 'data' : (ctx.getNodeParameter('binaryPropertyName', 0, 'data') as string),
-	};
+export function attachSettings(ctx: IExecuteFunctions): CaptionSettings | undefined {
+	return ctx.getNodeParameter('attachCaptions', 0, false) ? captionSettings(ctx, 0) : undefined;
 }
-
-export type AttachSettings = ReturnType<typeof attachSettings>;
 
 /** The item a job event starts the workflow with: the job, what the event said of it, and whether it was read from the API. */
 export function jobEventItem(
@@ -69,12 +54,12 @@ function captionsError(failed: Array<{ format: string; error: Error }>): string 
 export async function withCaptions(
 	ctx: IExecuteFunctions,
 	items: INodeExecutionData[],
-	attach: NonNullable<AttachSettings>,
+	settings: CaptionSettings,
 ): Promise<INodeExecutionData[]> {
 	useConcurrency(ctx, new RunConcurrency(DEFAULT_CONCURRENCY, ctx.getExecutionCancelSignal()));
 	const out: INodeExecutionData[] = [];
 	await eachAtMost(items.length, DEFAULT_CONCURRENCY, async (i) => {
-		out[i] = await withCaptionsOf(ctx, items[i], i, attach);
+		out[i] = await withCaptionsOf(ctx, items[i], i, settings);
 	});
 	return out;
 }
@@ -83,7 +68,7 @@ async function withCaptionsOf(
 	ctx: IExecuteFunctions,
 	input: INodeExecutionData,
 	i: number,
-	attach: NonNullable<AttachSettings>,
+	settings: CaptionSettings,
 ): Promise<INodeExecutionData> {
 	const item: INodeExecutionData = {
 		json: { ...input.json },
@@ -92,21 +77,13 @@ async function withCaptionsOf(
 	if (item.json.event_type !== 'job.completed') return item;
 	const job = input.json as unknown as Job;
 	try {
-		const { binary, json, failed } = await captionOutputs(
-			ctx,
-			i,
-			job,
-			attach.formats,
-			attach.field,
-			attach.as,
-			true,
-		);
+		const { binary, json, failed } = await captionOutputs(ctx, i, job, settings, true);
 		Object.assign(item.json, json);
 		if (binary) item.binary = binary;
 		if (failed.length > 0) item.json.captions_error = captionsError(failed);
 	} catch (error) {
 		item.json.captions_error = captionsError([
-			{ format: attach.formats.join(', '), error: error as Error },
+			{ format: settings.formats.join(', '), error: error as Error },
 		]);
 	}
 	return item;

@@ -4,19 +4,17 @@ import type {
 	INodeExecutionData,
 	INodeProperties,
 } from 'n8n-workflow';
-import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import { batchingField } from '../batching';
-import type { CaptionsAs } from '../../captions';
+import type { CaptionSettings } from '../../captions';
 import {
+	binaryPropertyNameField,
 	captionOutputs,
+	captionSettings,
 	captionsAsField,
-	captionsAsFor,
-	captionsAsProblem,
 	formatsField,
 } from '../../captions';
-import type { CaptionFormat } from '../../model/types';
-import { formatNames } from '../../model/types';
 import { jobIdField } from './common';
 import { getJob, getJobId } from './get.operation';
 
@@ -25,17 +23,7 @@ const properties: INodeProperties[] = [
 	formatsField,
 	captionsAsField,
 	batchingField,
-	{
-		displayName: 'Put Output File in Field',
-		name: 'binaryPropertyName',
-		type: 'string',
-		default: 'data',
-		required: true,
-		displayOptions: { show: { captionsAs: ['binary', 'both'] } },
-		hint: 'The name of the output binary field to put the file in',
-		description:
-			'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt and data_vtt',
-	},
+	binaryPropertyNameField,
 ];
 
 export const description = updateDisplayOptions(
@@ -43,41 +31,18 @@ export const description = updateDisplayOptions(
 	properties,
 );
 
-interface Download {
-	formats: CaptionFormat[];
-	field: string;
-	as: CaptionsAs;
-}
-
-export async function prepare(this: IExecuteFunctions, i: number): Promise<Download> {
-	const formats = this.getNodeParameter('formats', i) as CaptionFormat[];
-	if (!formats.length) {
-		throw new NodeOperationError(this.getNode(), 'No format is selected', {
-			itemIndex: i,
-			description: `Choose at least one of ${formatNames(' or ')} in Formats.`,
-		});
-	}
-	const as = captionsAsFor(this, i);
-	const problem = captionsAsProblem(formats, as);
-	if (problem)
-		throw new NodeOperationError(this.getNode(), "DOCX cannot go into the item's JSON", {
-			itemIndex: i,
-			description: `${problem}.`,
-		});
+export async function prepare(this: IExecuteFunctions, i: number): Promise<CaptionSettings> {
+	const settings = captionSettings(this, i);
 	getJobId(this, i);
-	return {
-		formats,
-		field: as === 'json' ? 'data' : (this.getNodeParameter('binaryPropertyName', i) as string),
-		as,
-	};
+	return settings;
 }
 
 export async function execute(
 	this: IExecuteFunctions,
 	i: number,
-	{ formats, field, as }: Download,
+	settings: CaptionSettings,
 ): Promise<INodeExecutionData[]> {
 	const job = await getJob(this, i);
-	const { binary, json } = await captionOutputs(this, i, job, formats, field, as);
+	const { binary, json } = await captionOutputs(this, i, job, settings);
 	return [{ json: { ...(job as unknown as IDataObject), ...json }, ...(binary ? { binary } : {}) }];
 }
