@@ -626,28 +626,58 @@ module.exports = { workflow: { preExecute: [async function () {
 				data: sb.completeJob(id),
 			};
 			const since = await newestId();
+			// At once: the first execution's reads are slowed, so the copy comes while it runs.
+			if (copyAt === 'at once') sb.setLatency(3000);
 			writeFileSync(hookThrows, '');
 			const first = await postJson(hooks[0].url, triggerPath, event);
 			rmSync(hookThrows);
-			if (copyAt === 'after the run')
-				await waitFor(async () => ((await runsOf(id, since)).length ? true : undefined));
+			// Whether a worker runs the execution n8n answered 500 for: given 30 s.
+			const ran = async () =>
+				await waitFor(async () => {
+					const runs = await runsOf(id, since);
+					return runs.length && runs.every((e) => e.status !== 'running') ? true : undefined;
+				}, 30000).catch(() => false);
+			if (copyAt === 'after the run') await ran();
 			const copy = await postJson(hooks[0].url, triggerPath, event);
-			await waitFor(async () => {
-				const runs = await runsOf(id, since);
-				return runs.length && runs.every((e) => e.status !== 'running') ? true : undefined;
-			});
+			sb.setLatency(0);
+			await ran();
 			await new Promise((r) => setTimeout(r, 3000));
 			const runs = await runsOf(id, since);
-			console.log(
-				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => r.status).join(', ')})`,
+			// Each execution that runs past the trigger downloads the job's SRT (Attach Captions).
+			const downloads = sb.ledger.requests.filter(
+				(r) => r.route === 'GET /jobs/{id}/captions' && r.path.includes(id),
+			).length;
+			const stored = await cluster.sql(
+				`select id, status from execution_entity where id > ${since} and "workflowId" = 'wfQueueStore001' order by id`,
 			);
-			return { first: first.status, copy: copy.status, runs: runs.length };
+			console.log(
+				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status} ${copy.text}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => `${r.id} ${r.status}`).join(', ')}); stored: ${stored.trim().split('\n').join('; ')}; caption downloads: ${downloads}`,
+			);
+			return { first: first.status, copy: copy.status, copyText: copy.text, runs: runs.length };
 		};
-		const afterRun = await deliver(0, 'after the run');
-		const atOnce = await deliver(1, 'at once');
-		// n8n answers 500 and still runs the stored execution on a worker.
-		expect(afterRun.first).toBe(500);
-		expect(atOnce.first).toBe(500);
+		// n8n answers 500 and a worker still runs the stored execution. A copy after that execution
+		// ended finds the event in the static data it saved; a copy while it runs starts a second run
+		// (docs/triggers.md).
+		expect(await deliver(0, 'after the run')).toEqual({
+			first: 500,
+			copy: 200,
+			copyText: expect.stringContaining('already received'),
+			runs: 1,
+		});
+		// A copy while it runs: n8n's webhook process marks the execution failed (processError) while a
+		// worker may already run it, so the first try runs or not; the copy's run starts either way.
+		// Nothing is lost; a second run is what the trigger cannot prevent here (reported).
+		const trials = [];
+		for (let i = 1; i <= 3; i++) trials.push(await deliver(i, 'at once'));
+		expect(trials.map(({ first, copy }) => [first, copy])).toEqual([
+			[500, 200],
+			[500, 200],
+			[500, 200],
+		]);
+		expect(trials.filter((t) => t.runs === 0)).toEqual([]);
+		console.log(
+			`queue mode, a preExecute hook that throws in the webhook process, a copy while the first try runs: two runs in ${trials.filter((t) => t.runs === 2).length} of ${trials.length} trials`,
+		);
 	}, 300000);
 
 	test("a file over the database mode's limit is refused where n8n stores it, before anything reaches the service", async () => {
