@@ -4,7 +4,8 @@
 // sandbox: trigger events through a webhook process run on a worker; On Webhook resumes through
 // the webhook process after the worker that ordered is stopped; a batch of files on the workers;
 // the polling trigger polls once per interval for the whole cluster. It also measures what n8n gives a
-// trigger against two copies of one event arriving at two webhook processes at once.
+// trigger against two copies of one event arriving at two webhook processes at once, and against a
+// copy of an event n8n answered 500 after storing its execution.
 import {
 	existsSync,
 	mkdirSync,
