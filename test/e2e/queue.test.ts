@@ -236,6 +236,26 @@ module.exports = { workflow: { preExecute: [async function () {
 		return ((await res.json()) as { id: string }).id;
 	};
 
+	/**
+	 * A completed job ordered with the trigger's path on a dead port (the sandbox's own delivery
+	 * fails), and its event, for the test to deliver.
+	 */
+	const undelivered = async (slug: string, title: string) => {
+		const id = await order({
+			media_url: `https://media.example.com/${slug}.mp4`,
+			title,
+			webhook_url: `https://127.0.0.1:9${triggerPath}`,
+		});
+		const event = {
+			id: `evt_${slug}`,
+			object: 'event',
+			type: 'job.completed',
+			created_at: new Date().toISOString(),
+			data: sb.completeJob(id),
+		};
+		return { id, event };
+	};
+
 	beforeAll(
 		async () => {
 			sb = await createSandbox({
@@ -570,19 +590,7 @@ module.exports = { workflow: { preExecute: [async function () {
 		let twoExecutions = 0;
 		let ranTwice = 0;
 		for (let i = 0; i < trials; i++) {
-			// Ordered with the trigger's path on a dead port: the sandbox's own delivery fails, this test delivers.
-			const id = await order({
-				media_url: `https://media.example.com/race-${i}.mp4`,
-				title: `Race ${i}`,
-				webhook_url: `https://127.0.0.1:9${triggerPath}`,
-			});
-			const event = {
-				id: `evt_race_${i}`,
-				object: 'event',
-				type: 'job.completed',
-				created_at: new Date().toISOString(),
-				data: sb.completeJob(id),
-			};
+			const { id, event } = await undelivered(`race_${i}`, `Race ${i}`);
 			const since = await newestId();
 			const answers = await Promise.all(hooks.map((h) => postJson(h.url, triggerPath, event)));
 			expect(answers.map((a) => a.status)).toEqual([200, 200]);
@@ -614,18 +622,7 @@ module.exports = { workflow: { preExecute: [async function () {
 				e.jobs.includes(id),
 			);
 		const deliver = async (i: number, copyAt: 'after the run' | 'at once') => {
-			const id = await order({
-				media_url: `https://media.example.com/hook-500-${i}.mp4`,
-				title: `Hook 500 ${i}`,
-				webhook_url: `https://127.0.0.1:9${triggerPath}`,
-			});
-			const event = {
-				id: `evt_hook_500_${i}`,
-				object: 'event',
-				type: 'job.completed',
-				created_at: new Date().toISOString(),
-				data: sb.completeJob(id),
-			};
+			const { id, event } = await undelivered(`hook_500_${i}`, `Hook 500 ${i}`);
 			const since = await newestId();
 			// At once: the first execution's reads are slowed, so the copy comes while it runs.
 			if (copyAt === 'at once') sb.setLatency(3000);
