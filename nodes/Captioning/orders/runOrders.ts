@@ -47,7 +47,7 @@ export class RunOrders {
 	private readonly sentBefore: SentBefore | undefined;
 	/** The orders of this run by tag: equal orders of a batch share the first one's job. */
 	readonly underWay = new Map<string, Promise<Placed>>();
-	private scan: JobScan | undefined;
+	private scan: ReturnType<typeof jobScan> | undefined;
 	private readonly removals: Array<Promise<unknown>> = [];
 	private fileSlots: RunConcurrency | undefined;
 	private readonly wholeFileSlot: RunConcurrency;
@@ -108,42 +108,27 @@ export class RunOrders {
 	 * are read as lookups need them, once for the run (`fresh`: read anew, as after a 409).
 	 */
 	async earlier(match: (job: Job) => boolean, fresh = false): Promise<Job | undefined> {
-		const scan = fresh ? new JobScan(this.ctx) : (this.scan ??= new JobScan(this.ctx));
-		return await scan.find(match);
+		const scan = fresh ? jobScan(this.ctx) : (this.scan ??= jobScan(this.ctx));
+		return await scan(match);
 	}
 }
 
-/** The newest jobs of the workspace, newest first, read a page at a time while lookups need more. */
-class JobScan {
-	private readonly jobs: Job[] = [];
-	private readonly pages: AsyncGenerator<Job[]>;
-	private pagesRead = 0;
-	private done = false;
-	private reading: Promise<void> | undefined;
-	/** A page that could not be read (after the transport's retries): every later lookup fails with it, never "not found". */
-	private failed: unknown;
-
-	constructor(ctx: IExecuteFunctions) {
-		this.pages = jobPages(ctx, {}, { position: -1 });
-	}
-
-	async find(match: (job: Job) => boolean): Promise<Job | undefined> {
-		for (let from = 0; ; ) {
-			const hit = this.jobs.slice(from).find(match);
-			if (hit) return hit;
-			from = this.jobs.length;
-			if (this.failed !== undefined) throw this.failed as Error;
-			if (this.done) return undefined;
-			await (this.reading ??= this.readPage().finally(() => (this.reading = undefined)));
+/**
+ * The newest jobs of the workspace, newest first: a lookup reads the pages it needs, and each page
+ * is read once for every lookup of the scan. A page that could not be read (after the transport's
+ * retries) fails every lookup that reaches it, never "not found".
+ */
+function jobScan(
+	ctx: IExecuteFunctions,
+): (match: (job: Job) => boolean) => Promise<Job | undefined> {
+	const source = jobPages(ctx, {}, { position: -1 });
+	const pages: Array<Promise<Job[] | undefined>> = [];
+	return async (match) => {
+		for (let p = 0; p < LOOKUP_PAGES; p++) {
+			const page = await (pages[p] ??= source.next().then((next) => next.value || undefined));
+			const hit = page?.find(match);
+			if (!page || hit) return hit;
 		}
-	}
-
-	private async readPage(): Promise<void> {
-		const page = await this.pages.next().catch((error: unknown) => {
-			this.failed = error;
-			throw error as Error;
-		});
-		if (!page.done) this.jobs.push(...page.value);
-		this.done = page.done === true || ++this.pagesRead >= LOOKUP_PAGES;
-	}
+		return undefined;
+	};
 }
