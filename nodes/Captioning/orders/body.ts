@@ -98,13 +98,9 @@ function redactionTerms(ctx: IExecuteFunctions, i: number, value: unknown): stri
 }
 
 /** Custom Replacement: required with Replacement Custom String (one line, 1-120 characters), refused without it. */
-function customReplacement(
-	ctx: IExecuteFunctions,
-	i: number,
-	replacement: unknown,
-	custom: string | undefined,
-): string | undefined {
-	if (replacement !== 'custom_string') {
+function customReplacement(ctx: IExecuteFunctions, i: number, r: IDataObject): string | undefined {
+	const custom = r.customReplacement as string | undefined;
+	if (r.replacement !== 'custom_string') {
 		if (custom !== undefined && custom !== '')
 			refuse(
 				ctx,
@@ -139,23 +135,15 @@ function customReplacement(
 	return custom;
 }
 
-function buildRedactions(
-	ctx: IExecuteFunctions,
-	i: number,
-	r: IDataObject,
-): Redactions | undefined {
+function buildRedactions(ctx: IExecuteFunctions, i: number): Redactions | undefined {
+	const r = ctx.getNodeParameter('redactions', i, {}) as IDataObject;
 	const out: Redactions = {};
 	for (const key of ['pii', 'names', 'organizations'] as const) {
 		if (r[key] !== undefined) out[key] = Boolean(r[key]);
 	}
 	if (r.terms !== undefined) out.terms = redactionTerms(ctx, i, r.terms);
 	if (r.replacement !== undefined) out.replacement = r.replacement as Redactions['replacement'];
-	const custom = customReplacement(
-		ctx,
-		i,
-		r.replacement,
-		r.customReplacement as string | undefined,
-	);
+	const custom = customReplacement(ctx, i, r);
 	if (custom !== undefined) out.custom_replacement = custom;
 	return Object.keys(out).length ? out : undefined;
 }
@@ -209,11 +197,7 @@ export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBod
 			body.metadata![key] = String(pair.value ?? '');
 		});
 	}
-	const redactions = buildRedactions(
-		ctx,
-		i,
-		ctx.getNodeParameter('redactions', i, {}) as IDataObject,
-	);
+	const redactions = buildRedactions(ctx, i);
 	if (redactions) body.redactions = redactions;
 	return body;
 }
