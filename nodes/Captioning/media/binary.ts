@@ -1,10 +1,11 @@
 // Reads an input binary field as n8n stores it: a stream from the binary store where the file
 // has an id (filesystem, S3 modes), the in-memory buffer otherwise. Never the whole file where a stream exists.
 import type { IBinaryData, IExecuteFunctions, INodeProperties } from 'n8n-workflow';
-import { BINARY_ENCODING, NodeOperationError } from 'n8n-workflow';
+import { BINARY_ENCODING } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { FileBody } from '../model/types';
+import { refuse } from '../transport/errors';
 import { MAX_UPLOAD_BYTES } from '../model/types';
 
 /** The binary input field (Upload → Create, Job → Create's Binary File source). */
@@ -33,25 +34,20 @@ export interface InputFile {
 	open: () => Promise<FileBody>;
 }
 
-export async function readInputFile(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	field: string,
-): Promise<InputFile> {
+/** The file in the item's Input Data Field Name, refused when missing or over the service's size limit. */
+export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number): Promise<InputFile> {
+	const field = ctx.getNodeParameter('binaryPropertyName', itemIndex) as string;
 	const item = ctx.getInputData()[itemIndex];
 	const available = Object.keys(item.binary ?? {});
-	if (!item.binary?.[field]) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (!item.binary?.[field])
+		refuse(
+			ctx,
+			itemIndex,
 			`Input Data Field Name "${field}" holds no file in item ${itemIndex}`,
-			{
-				itemIndex,
-				description: available.length
-					? `This item has files in: ${available.join(', ')}. Set Input Data Field Name to one of them.`
-					: 'This item has no binary data. Put a node that outputs a file (Google Drive, S3, Read Files From Disk, HTTP Request) before this one.',
-			},
+			available.length
+				? `This item has files in: ${available.join(', ')}. Set Input Data Field Name to one of them.`
+				: 'This item has no binary data. Put a node that outputs a file (Google Drive, S3, Read Files From Disk, HTTP Request) before this one.',
 		);
-	}
 	const binary: IBinaryData = ctx.helpers.assertBinaryData(itemIndex, field);
 	const id = binary.id;
 	const file: InputFile = {
@@ -66,16 +62,13 @@ export async function readInputFile(
 				? await ctx.helpers.getBinaryStream(id, STREAM_CHUNK_BYTES)
 				: await ctx.helpers.getBinaryDataBuffer(itemIndex, field),
 	};
-	if (file.size > MAX_UPLOAD_BYTES) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (file.size > MAX_UPLOAD_BYTES)
+		refuse(
+			ctx,
+			itemIndex,
 			`The file "${file.fileName}" is too large to upload (${file.size} bytes)`,
-			{
-				itemIndex,
-				description: `The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
-			},
+			`The service accepts files of up to ${MAX_UPLOAD_BYTES} bytes (5.24 GB). Compress or split the media, or host it and use Source: Media URL. Nothing was uploaded.`,
 		);
-	}
 	return file;
 }
 

@@ -15,7 +15,7 @@ export const description = updateDisplayOptions(
 
 /** Finds the file and checks its size: nothing is sent yet. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<InputFile> {
-	return await readInputFile(this, i, this.getNodeParameter('binaryPropertyName', i) as string);
+	return await readInputFile(this, i);
 }
 
 export async function execute(
