@@ -2,13 +2,14 @@
 // idempotency_conflict in the words of the key in use, an order without a key that got no answer
 // (a job may exist), and which repeats replay the orders of a batch that stopped.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import type { CreateJobBody } from '../model/types';
 import type { Order } from './runOrders';
 import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
 import { PAGE_SIZE } from '../transport/jobs';
+import { refuse } from '../transport/errors';
 
 /** Whether the service answered (an HTTP status): n8n names a network failure's code as httpCode too. */
 function answered(error: unknown): boolean {
@@ -46,19 +47,12 @@ const orderAgain =
  * deduplication store), but it is not among the newest jobs read, so the node cannot tell, and
  * does not order again (the service keeps an Idempotency-Key only for a while).
  */
-export function notFound(
-	ctx: IExecuteFunctions,
-	itemIndex: number,
-	named: string,
-	tag: string,
-): NodeOperationError {
-	return new NodeOperationError(
-		ctx.getNode(),
+export function notFound(ctx: IExecuteFunctions, i: number, named: string, tag: string): never {
+	refuse(
+		ctx,
+		i,
 		`The order ${named} may have been placed before, and was not found`,
-		{
-			itemIndex,
-			description: `This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
-		},
+		`This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
 	);
 }
 

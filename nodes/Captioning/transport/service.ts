@@ -6,11 +6,11 @@ import type {
 	IPollFunctions,
 	IWebhookFunctions,
 } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { KeyRateLimits } from './rateLimits';
 import { rateLimitsFor } from './rateLimits';
+import { refuse } from './errors';
 
 export type ApiContext =
 	| IExecuteFunctions
@@ -65,17 +65,13 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		webhookToken?: string;
 	}>(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
-	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1')) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1'))
+		refuse(
+			ctx,
+			itemIndex,
 			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
-			{
-				itemIndex,
-				description:
-					'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
-			},
+			'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		);
-	}
 	const identity = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');

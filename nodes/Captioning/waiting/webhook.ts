@@ -11,9 +11,9 @@
 // for here instead, as Poll does. When the Timeout passes first, n8n hands on the node's input
 // items, as it does for its own Wait node.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
-import { NodeOperationError } from 'n8n-workflow';
 
 import { EVENT_OF_STATUS, isFinal } from '../model/events';
+import { refuse } from '../transport/errors';
 import type { CreateJobBody, Job } from '../model/types';
 import type { JobWaiter } from './poll';
 
@@ -25,33 +25,25 @@ const MAX_URL = 2048;
  * before anything is ordered: the service only calls HTTPS.
  */
 export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobBody): string {
-	if (body.webhook_url) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (body.webhook_url)
+		refuse(
+			ctx,
+			i,
 			'Options → Webhook URL cannot be combined with Wait for Completion: On Webhook',
-			{
-				itemIndex: i,
-				description:
-					"On Webhook gives the service this execution's own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).",
-			},
+			"On Webhook gives the service this execution's own resume URL. Remove Options → Webhook URL, or wait with Poll (or a Captioning Trigger).",
 		);
-	}
 	// As n8n's Wait node: $execution.resumeUrl (which carries the execution's resume token where n8n
 	// has one), then this node's id, the path of the restart webhook below.
 	const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
 	resume.pathname = `${resume.pathname.replace(/\/$/, '')}/${ctx.getNode().id}`;
 	const url = resume.toString();
-	if (!url.startsWith('https://')) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (!url.startsWith('https://'))
+		refuse(
+			ctx,
+			i,
 			`n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`,
-			{
-				itemIndex: i,
-				description:
-					'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
-			},
+			'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
 		);
-	}
 	return url;
 }
 
