@@ -1,14 +1,10 @@
 // What the operations of one node run share (its batch): the waits for jobs, the orders, the jobs
 // ordered so far, what ran into a hint, and what runs once every item is done.
-import type {
-	INodeExecutionData,
-	IExecuteFunctions,
-	NodeApiError,
-	NodeOperationError,
-} from 'n8n-workflow';
+import type { INodeExecutionData, IExecuteFunctions } from 'n8n-workflow';
 
 import { RunOrders } from '../orders/runOrders';
 import { JobWaiter } from '../waiting/poll';
+import type { NodeError } from './errorItems';
 
 /** What an operation noticed that the items do not show, for the run's hints (actions/hints.ts). */
 export interface RunNotes {
@@ -53,8 +49,6 @@ export function batchOf(ctx: IExecuteFunctions): Batch {
 	if (!batch) batches.set(ctx, (batch = new Batch(ctx)));
 	return batch;
 }
-
-type NodeError = NodeApiError | NodeOperationError;
 
 /** Adds to a failure the orders placed before the batch stopped, so that none is lost from sight. */
 export function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {

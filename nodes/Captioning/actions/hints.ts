@@ -9,11 +9,9 @@ import { batchOf } from './batchState';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** The hints of a run, from its outputs and notes. */
-export function hintsOf(
-	outputs: INodeExecutionData[],
-	runNotes: RunNotes = {},
-): NodeExecutionHint[] {
+/** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
+export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
+	const runNotes = batchOf(ctx).notes;
 	const hints: NodeExecutionHint[] = [];
 	const jobs = outputs.filter((o) => o.json.object === 'job');
 	const replayed = jobs.filter((o) => o.json.idempotent_replayed === true).length;
@@ -43,7 +41,8 @@ export function hintsOf(
 			location: 'outputPane',
 		});
 	}
-	return hints;
+	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function')
+		ctx.addExecutionHints(...hints);
 }
 
 /** Why On Webhook checked the jobs here, as Poll does, instead of sleeping until the events. */
@@ -62,11 +61,4 @@ function inPlaceHint(reason: NonNullable<RunNotes['webhookInPlace']>): NodeExecu
 		message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: ${why}`,
 		location: 'outputPane',
 	};
-}
-
-/** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
-export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
-	const hints = hintsOf(outputs, batchOf(ctx).notes);
-	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function')
-		ctx.addExecutionHints(...hints);
 }
