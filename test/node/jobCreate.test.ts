@@ -296,6 +296,12 @@ describe('bad input is refused before any request, naming the field, the rule an
 			/^Poll Interval is 2147484 seconds, more than the 2,147,483 seconds/,
 			/Set Poll Interval to at most 2147483/,
 		],
+		[
+			'a Poll Interval of 0',
+			create({ waitForCompletion: 'poll', pollInterval: '={{ 0 }}', timeout: 60 }),
+			/^Poll Interval is 0 seconds$/,
+			/^Set Poll Interval to 1 or more\. Nothing was ordered\.$/,
+		],
 	])('%s', async (_name, params, message, description) => {
 		const run = await runCaptioning(sb, params);
 		expect(run.failure).toMatchObject({

@@ -19,6 +19,7 @@ import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
+import { refuse } from '../../transport/errors';
 import { s3Uri } from '../../transport/s3Addresses';
 import {
 	batchUrl,
@@ -439,11 +440,7 @@ async function mediaOf(
 	body: CreateJobBody,
 ): Promise<Pick<Order, 'file' | 's3'>> {
 	if (source === 'binary') {
-		const file = await readInputFile(
-			ctx,
-			i,
-			ctx.getNodeParameter('binaryPropertyName', i) as string,
-		);
+		const file = await readInputFile(ctx, i);
 		body.title ??= file.fileName;
 		return { file };
 	}
@@ -464,17 +461,13 @@ async function mediaOf(
 function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interval' | 'timeout'> {
 	let wait = ctx.getNodeParameter('waitForCompletion', i) as Order['wait'];
 	let interval = wait === 'poll' ? (ctx.getNodeParameter('pollInterval', i) as number) : 1;
-	if (wait === 'webhook' && ctx.getNode().type.endsWith('Tool')) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (wait === 'webhook' && ctx.getNode().type.endsWith('Tool'))
+		refuse(
+			ctx,
+			i,
 			'Wait for Completion: On Webhook cannot be used by an AI Agent',
-			{
-				itemIndex: i,
-				description:
-					"An agent's tool call cannot sleep until the service's events arrive. Set Wait for Completion to Poll, or to Don't Wait and read the job later with Job → Get. Nothing was ordered.",
-			},
+			"An agent's tool call cannot sleep until the service's events arrive. Set Wait for Completion to Poll, or to Don't Wait and read the job later with Job → Get. Nothing was ordered.",
 		);
-	}
 	if (wait === 'webhook' && ctx.getMode() === 'integrated') {
 		// A sub-workflow: a parent that waits for it would get its own input back on n8n 1.x (and
 		// whether it waits is not on n8n's node interface), so the jobs are waited for in place.
@@ -483,25 +476,25 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 		batchOf(ctx).notes.webhookInPlace = 'subWorkflow';
 	}
 	const timeout = wait === 'none' ? 1 : (ctx.getNodeParameter('timeout', i) as number);
-	if (!(interval >= 1 && timeout >= 1)) {
-		throw new NodeOperationError(ctx.getNode(), 'Poll Interval and Timeout must be at least 1', {
-			itemIndex: i,
-			description: 'Set Poll Interval (seconds) and Timeout (minutes) to 1 or more.',
-		});
-	}
-	if (timeout > MAX_TIMEOUT_MINUTES || interval > MAX_INTERVAL_SECONDS) {
-		const [field, value, max, unit] =
-			timeout > MAX_TIMEOUT_MINUTES
-				? ['Timeout', timeout, MAX_TIMEOUT_MINUTES, 'minutes']
-				: ['Poll Interval', interval, MAX_INTERVAL_SECONDS, 'seconds'];
-		throw new NodeOperationError(
-			ctx.getNode(),
-			`${field} is ${value} ${unit}, more than the ${max.toLocaleString('en-US')} ${unit} (24.8 days) n8n's timers can wait`,
-			{
-				itemIndex: i,
-				description: `Set ${field} to at most ${max}. For jobs that may take longer, order with Don't Wait and let a Captioning Trigger start a workflow when each completes. Nothing was ordered.`,
-			},
-		);
+	const bounds = [
+		['Timeout', timeout, MAX_TIMEOUT_MINUTES, 'minutes'],
+		['Poll Interval', interval, MAX_INTERVAL_SECONDS, 'seconds'],
+	] as const;
+	for (const [field, value, max, unit] of bounds) {
+		if (!(value >= 1))
+			refuse(
+				ctx,
+				i,
+				`${field} is ${value} ${unit}`,
+				`Set ${field} to 1 or more. Nothing was ordered.`,
+			);
+		if (value > max)
+			refuse(
+				ctx,
+				i,
+				`${field} is ${value} ${unit}, more than the ${max.toLocaleString('en-US')} ${unit} (24.8 days) n8n's timers can wait`,
+				`Set ${field} to at most ${max}. For jobs that may take longer, order with Don't Wait and let a Captioning Trigger start a workflow when each completes. Nothing was ordered.`,
+			);
 	}
 	return { wait, interval, timeout };
 }
