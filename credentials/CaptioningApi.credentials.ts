@@ -9,6 +9,17 @@ import type {
 
 import { baseUrlOf, underBaseUrl } from '../nodes/Captioning/transport/service';
 
+/** What the credential test says for each error code the service answers its request with. */
+const TEST_REFUSALS: Record<string, string> = {
+	invalid_api_key: 'The API key is wrong (401): copy it again from the captioning dashboard',
+	api_key_revoked:
+		'The API key has been revoked (401): create a new key in the captioning dashboard',
+	missing_api_key: 'No API key was sent (401): enter the API key',
+	not_found:
+		"The Base URL does not serve /account (404): check it is the service's base URL, ending in /v1",
+	insufficient_permissions: 'This key may not read the account (403)',
+};
+
 /** API key and base URL of the captioning service; "Test" reads the account. */
 export class CaptioningApi implements ICredentialType {
 	name = 'captioningApi';
@@ -113,48 +124,10 @@ export class CaptioningApi implements ICredentialType {
 			disableFollowRedirect: true,
 		},
 		rules: [
-			{
-				type: 'responseSuccessBody',
-				properties: {
-					key: 'error.code',
-					value: 'invalid_api_key',
-					message: 'The API key is wrong (401): copy it again from the captioning dashboard',
-				},
-			},
-			{
-				type: 'responseSuccessBody',
-				properties: {
-					key: 'error.code',
-					value: 'api_key_revoked',
-					message:
-						'The API key has been revoked (401): create a new key in the captioning dashboard',
-				},
-			},
-			{
-				type: 'responseSuccessBody',
-				properties: {
-					key: 'error.code',
-					value: 'missing_api_key',
-					message: 'No API key was sent (401): enter the API key',
-				},
-			},
-			{
-				type: 'responseSuccessBody',
-				properties: {
-					key: 'error.code',
-					value: 'not_found',
-					message:
-						"The Base URL does not serve /account (404): check it is the service's base URL, ending in /v1",
-				},
-			},
-			{
-				type: 'responseSuccessBody',
-				properties: {
-					key: 'error.code',
-					value: 'insufficient_permissions',
-					message: 'This key may not read the account (403)',
-				},
-			},
+			...Object.entries(TEST_REFUSALS).map(([value, message]) => ({
+				type: 'responseSuccessBody' as const,
+				properties: { key: 'error.code', value, message },
+			})),
 			{
 				type: 'responseSuccessBody',
 				properties: {

@@ -13,6 +13,14 @@ import { bucketUrl, s3AccessOf, serviceUrl } from '../nodes/Captioning/transport
 /** The credential test's listing: under a prefix no one uses, so it reads no object's name. */
 const TEST_LISTING = '?list-type=2&max-keys=1&prefix=n8n-credential-test';
 
+/** What the credential test says for each status S3 refuses its request with. */
+const TEST_REFUSALS: Record<number, string> = {
+	301: 'The bucket is in another region (301): set Region to the region of Bucket to Test',
+	400: "S3 refused the request (400): check Region (the bucket's region; auto for Cloudflare R2) and Custom Endpoint",
+	403: 'S3 refused the key (403): copy Access Key ID and Secret Access Key again. The key must also be allowed to list Bucket to Test (s3:ListBucket), or, with Bucket to Test empty, to list buckets (s3:ListAllMyBuckets).',
+	404: 'No such bucket (404): check Bucket to Test, and Custom Endpoint for an S3-compatible store',
+};
+
 /**
  * Read access to S3 (or an S3-compatible store) for Job → Create's S3 Object source: the node
  * checks the object with one signed HEAD and gives the service a time-limited signed GET URL, so
@@ -132,39 +140,9 @@ export class CaptioningS3Api implements ICredentialType {
 	/** Lists one object of Bucket to Test, or the buckets; each refusal names its fix. */
 	test: ICredentialTestRequest = {
 		request: { method: 'GET', url: '' },
-		rules: [
-			{
-				type: 'responseCode',
-				properties: {
-					value: 301,
-					message:
-						'The bucket is in another region (301): set Region to the region of Bucket to Test',
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 400,
-					message:
-						"S3 refused the request (400): check Region (the bucket's region; auto for Cloudflare R2) and Custom Endpoint",
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 403,
-					message:
-						'S3 refused the key (403): copy Access Key ID and Secret Access Key again. The key must also be allowed to list Bucket to Test (s3:ListBucket), or, with Bucket to Test empty, to list buckets (s3:ListAllMyBuckets).',
-				},
-			},
-			{
-				type: 'responseCode',
-				properties: {
-					value: 404,
-					message:
-						'No such bucket (404): check Bucket to Test, and Custom Endpoint for an S3-compatible store',
-				},
-			},
-		],
+		rules: Object.entries(TEST_REFUSALS).map(([value, message]) => ({
+			type: 'responseCode' as const,
+			properties: { value: Number(value), message },
+		})),
 	};
 }
