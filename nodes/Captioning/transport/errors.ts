@@ -63,7 +63,7 @@ function errorBody(raw: unknown): ErrorBody {
 	}
 }
 
-function serviceError(response: IN8nHttpFullResponse): ServiceError {
+export function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	const body = errorBody(response.body);
 	const error =
 		typeof body === 'object' && body !== null && typeof body.error === 'object'
@@ -92,7 +92,12 @@ function serviceError(response: IN8nHttpFullResponse): ServiceError {
 	};
 }
 
-function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
+/**
+ * The description of an answer that ends the request. `why` says why a 429 or 5xx was not tried
+ * again: `once` (it may not be resent), `asked` (the service asked for a longer wait than the key
+ * holds); without it, the attempts ran out.
+ */
+export function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
 	const status = Number(e.httpCode);
 	// `why` comes only with a 429 or 5xx that was not sent again (retries.ts).
 	const advice = why
@@ -126,22 +131,6 @@ export function apiError(
 	error.message = tag && e.httpCode ? `${e.message} [${tag}]` : e.message;
 	Object.assign(error.context, { code: e.code, param: e.param, requestId: e.requestId });
 	return error;
-}
-
-/**
- * An answer that ends the request. `why` says why a 429 or 5xx was not tried again: `once` (it
- * may not be resent), `asked` (the service asked for a longer wait than the key holds); without
- * it, the attempts ran out.
- */
-export function responseError(
-	node: INode,
-	response: IN8nHttpFullResponse,
-	attempts: number,
-	itemIndex?: number,
-	why?: 'once' | 'asked',
-): NodeApiError {
-	const e = serviceError(response);
-	return apiError(node, e, describe(e, attempts, why), itemIndex);
 }
 
 /** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */

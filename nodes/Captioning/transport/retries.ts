@@ -6,8 +6,8 @@
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { BatchStopped, concurrencyOf } from './concurrency';
-import { header, responseError } from './errors';
+import { BatchStopped, runConcurrency } from './concurrency';
+import { apiError, describe, header, serviceError } from './errors';
 import {
 	certificateError,
 	certificateProblem,
@@ -90,7 +90,7 @@ class Attempts {
 	) {
 		this.policy = { ...DEFAULT_RETRY, ...options.retry };
 		this.cancel = cancelSignal(ctx);
-		this.concurrency = concurrencyOf(ctx);
+		this.concurrency = runConcurrency.get(ctx);
 	}
 
 	/** Waits for this attempt's turn (Concurrency, then the key's rate limit); resolves with what frees both. */
@@ -117,7 +117,7 @@ class Attempts {
 		}
 		// Not sent: the run stopped (another item failed), the execution was cancelled, or it waited too long.
 		if (this.cancel?.aborted) throw this.cancelled();
-		if (concurrency?.stopped) throw new BatchStopped();
+		if (concurrency?.stopSignal.aborted) throw new BatchStopped();
 		throw notSentInTime(this.ctx, waited, options.itemIndex);
 	}
 
@@ -159,8 +159,10 @@ class Attempts {
 		// service is unavailable (rateLimits.ts); the request a 503 answered waits its own Retry-After.
 		const held = rateLimit?.observe(status, retryAfter) ?? true;
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
-		const fail = (why?: 'once' | 'asked') =>
-			responseError(ctx.getNode(), response, attempt, options.itemIndex, why);
+		const fail = (why?: 'once' | 'asked') => {
+			const e = serviceError(response);
+			return apiError(ctx.getNode(), e, describe(e, attempt, why), options.itemIndex);
+		};
 		const retryable = status === 429 || status >= 500;
 		if (!retryable || attempt >= policy.maxAttempts) throw fail();
 		if (!options.retryable) throw fail('once');
