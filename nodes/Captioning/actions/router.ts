@@ -15,7 +15,7 @@ import {
 	DEFAULT_CONCURRENCY,
 	eachAtMost,
 	RunConcurrency,
-	useConcurrency,
+	runConcurrency,
 } from '../transport/concurrency';
 import { batchOf, withOrdered } from './batchState';
 import type { NodeError } from './errorItems';
@@ -85,7 +85,7 @@ async function runItems(
 	const count = ctx.getInputData().length;
 	const batch = batchOf(ctx);
 	const limit = new RunConcurrency(concurrency, ctx.getExecutionCancelSignal());
-	useConcurrency(ctx, limit);
+	runConcurrency.set(ctx, limit);
 	const outputs: INodeExecutionData[][] = [];
 	const run: { failure?: NodeError } = {};
 	const failure = () => run.failure;

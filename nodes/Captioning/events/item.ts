@@ -10,7 +10,7 @@ import {
 	DEFAULT_CONCURRENCY,
 	eachAtMost,
 	RunConcurrency,
-	useConcurrency,
+	runConcurrency,
 } from '../transport/concurrency';
 import { hideSecrets } from '../transport/secrets';
 
@@ -56,7 +56,7 @@ export async function withCaptions(
 	items: INodeExecutionData[],
 	settings: CaptionSettings,
 ): Promise<INodeExecutionData[]> {
-	useConcurrency(ctx, new RunConcurrency(DEFAULT_CONCURRENCY, ctx.getExecutionCancelSignal()));
+	runConcurrency.set(ctx, new RunConcurrency(DEFAULT_CONCURRENCY, ctx.getExecutionCancelSignal()));
 	const out: INodeExecutionData[] = [];
 	await eachAtMost(items.length, DEFAULT_CONCURRENCY, async (i) => {
 		out[i] = await withCaptionsOf(ctx, items[i], i, settings);

@@ -8,7 +8,7 @@ import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
 import type { CheckedObject } from '../media/s3Object';
 import type { CreateJobBody, Job } from '../model/types';
-import { concurrencyOf, DEFAULT_CONCURRENCY, RunConcurrency } from '../transport/concurrency';
+import { DEFAULT_CONCURRENCY, RunConcurrency, runConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
 import type { S3Access, S3Object } from '../transport/s3Addresses';
 import { SentBefore } from './sentBefore';
@@ -69,7 +69,7 @@ export class RunOrders {
 		read: (file: InputFile) => Promise<T>,
 	): Promise<T> {
 		this.fileSlots ??= new RunConcurrency(
-			concurrencyOf(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
+			runConcurrency.get(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
 			this.ctx.getExecutionCancelSignal(),
 		);
 		const slots = file.binaryId?.startsWith('database:') ? this.wholeFileSlot : this.fileSlots;

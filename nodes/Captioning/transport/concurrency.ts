@@ -38,17 +38,11 @@ export class RunConcurrency {
 	}
 
 	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
-	get stopSignal(): AbortSignal {
-		return this.stopping.signal;
-	}
-
-	get stopped(): boolean {
-		return this.stopping.signal.aborted;
-	}
+	readonly stopSignal = this.stopping.signal;
 
 	/** Waits for its turn within Concurrency (the lowest position first); resolves with the release. */
 	async acquire(position: number): Promise<() => void> {
-		if (this.stopped) throw new BatchStopped();
+		if (this.stopSignal.aborted) throw new BatchStopped();
 		if (this.active < this.concurrency && this.waiters.length === 0) {
 			this.active += 1;
 		} else {
@@ -68,7 +62,7 @@ export class RunConcurrency {
 
 	/** Refuses every request not yet sent; requests under way finish. */
 	stop(): void {
-		if (this.stopped) return;
+		if (this.stopSignal.aborted) return;
 		this.stopping.abort();
 		for (const waiter of this.waiters.splice(0)) waiter.reject(new BatchStopped());
 	}
@@ -82,16 +76,8 @@ export class RunConcurrency {
 	}
 }
 
-const runs = new WeakMap<object, RunConcurrency>();
-
-/** Makes every request sent through `ctx` (one node run) share these places. */
-export function useConcurrency(ctx: object, slots: RunConcurrency): void {
-	runs.set(ctx, slots);
-}
-
-export function concurrencyOf(ctx: object): RunConcurrency | undefined {
-	return runs.get(ctx);
-}
+/** The Concurrency every request sent through a `ctx` (one node run) shares. */
+export const runConcurrency = new WeakMap<object, RunConcurrency>();
 
 /**
  * Runs `work` for indexes 0 … count-1, at most `limit` at once, in order of index; resolves when
