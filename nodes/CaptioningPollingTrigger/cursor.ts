@@ -64,8 +64,8 @@ export const filtersKey = (filters: IDataObject) =>
 
 /** Every job of the workspace that is queued or processing now (the lists grow with those, not with history). */
 async function openJobs(ctx: IPollFunctions): Promise<Job[]> {
-	const queued = await listJobs(ctx, { status: 'queued' }, undefined);
-	return [...queued, ...(await listJobs(ctx, { status: 'processing' }, undefined))];
+	const queued = await listJobs(ctx, { status: 'queued' });
+	return [...queued, ...(await listJobs(ctx, { status: 'processing' }))];
 }
 
 /** The window of known jobs after a poll that saw these: behind the newest by the overlap, at most maxKnown. */

@@ -217,12 +217,7 @@ export async function uploadFile(
 		body: { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size },
 		itemIndex,
 	});
-	await putUploadBytes(ctx, {
-		uploadUrl: upload.upload_url,
-		size: file.size,
-		open: file.open,
-		itemIndex,
-	});
+	await putUploadBytes(ctx, { ...file, uploadUrl: upload.upload_url, itemIndex });
 	// The presigned URL is a credential of its own: keep it out of the output.
 	return {
 		id: upload.id,

@@ -51,15 +51,14 @@ export async function* jobPages(
 	}
 }
 
-/** GET /jobs, following `starting_after` while `has_more`, up to `limit` jobs (all when undefined). */
+/** GET /jobs, following `starting_after` while `has_more`, up to `max` jobs (all when undefined). */
 export async function listJobs(
 	ctx: ApiContext,
 	filters: IDataObject,
-	limit: number | undefined,
-	itemIndex?: number,
+	max?: number,
 ): Promise<Job[]> {
 	const jobs: Job[] = [];
-	for await (const page of jobPages(ctx, filters, { itemIndex, max: limit })) jobs.push(...page);
+	for await (const page of jobPages(ctx, filters, { max })) jobs.push(...page);
 	return jobs;
 }
 
