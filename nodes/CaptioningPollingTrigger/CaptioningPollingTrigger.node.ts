@@ -6,7 +6,7 @@ import type {
 	INodeTypeDescription,
 	IPollFunctions,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
@@ -14,6 +14,7 @@ import { metadataFilterFields, metadataMatches } from '../Captioning/listing/fil
 import type { EventType } from '../Captioning/model/events';
 import { EVENT_OF_STATUS, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
+import { refuse } from '../Captioning/transport/errors';
 import { listJobs, PAGE_SIZE } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
 import { filtersKey, finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
@@ -160,15 +161,12 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 		(a, b) =>
 			Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at),
 	);
-	if (!latest.length) {
-		throw new NodeOperationError(
-			ctx.getNode(),
+	if (!latest.length)
+		refuse(
+			ctx,
+			undefined,
 			'No finished job of this workspace fits Events and Filters yet',
-			{
-				description:
-					'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
-			},
+			'Order captions (or wait for a job to finish), or widen Events and Filters, then fetch a test event again.',
 		);
-	}
 	return latest[0];
 }

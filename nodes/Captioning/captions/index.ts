@@ -6,6 +6,7 @@ import { NodeOperationError } from 'n8n-workflow';
 
 import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
+import { refuse } from '../transport/errors';
 import type { CaptionFormat, Job } from '../model/types';
 import { CAPTION_FORMATS, formatNames, textFormatNames } from '../model/types';
 
@@ -119,14 +120,11 @@ function segmentsOf(
 	try {
 		doc = JSON.parse(data.toString('utf8'));
 	} catch {
-		throw new NodeOperationError(
-			ctx.getNode(),
+		refuse(
+			ctx,
+			i,
 			`The JSON captions of job ${job.id} are not valid JSON`,
-			{
-				itemIndex: i,
-				description:
-					'Choose Binary Files to get the file as the service sent it, or another format.',
-			},
+			'Choose Binary Files to get the file as the service sent it, or another format.',
 		);
 	}
 	const segments = (doc as { segments?: unknown }).segments;

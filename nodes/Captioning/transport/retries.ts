@@ -125,9 +125,7 @@ class Attempts {
 		return new NodeOperationError(
 			this.ctx.getNode(),
 			'The execution was cancelled while a request to the captioning service was under way',
-			{
-				itemIndex: this.options.itemIndex,
-			},
+			{ itemIndex: this.options.itemIndex },
 		);
 	}
 
