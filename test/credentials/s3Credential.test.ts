@@ -91,4 +91,7 @@ test('each problem its message: wrong secret, unknown bucket, unreachable endpoi
 	expect((await pressTest({ region: 'Frankfurt' })).message).toMatch(
 		/Region "Frankfurt" is not a region name/,
 	);
+	expect((await pressTest({ secretAccessKey: ' ' })).message).toMatch(
+		/Access Key ID and Secret Access Key are both needed/,
+	);
 });

@@ -36,12 +36,6 @@ function canonicalQuery(pairs: Array<[string, string]>): string {
 		.join('&');
 }
 
-function requireCredentials(access: S3Access): void {
-	if (!access.accessKeyId || !access.secretAccessKey)
-		throw new Error('S3 access needs an access key ID and a secret access key');
-	if (!access.region?.trim()) throw new Error('S3 access needs a region (for Cloudflare R2: auto)');
-}
-
 /** Signs a canonical request: the SigV4 string to sign, HMAC'd with the key derived for this day and region. */
 function signature(
 	access: S3Access,
@@ -69,7 +63,6 @@ export function presignGet(
 	expiresInSeconds: number,
 	signingDate: Date,
 ): string {
-	requireCredentials(access);
 	if (
 		!Number.isInteger(expiresInSeconds) ||
 		expiresInSeconds < 1 ||
@@ -126,7 +119,6 @@ export function signedHeaders(
 	url: string,
 	signingDate: Date,
 ): Record<string, string> {
-	requireCredentials(access);
 	const { long, short } = amzDate(signingDate);
 	const scope = `${short}/${access.region.trim()}/s3/aws4_request`;
 	const { host, path, query } = splitUrl(url);
