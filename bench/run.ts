@@ -55,9 +55,22 @@ async function main() {
 	const rows: Row[] = [];
 	for (const section of sections.filter((s) => only.length === 0 || only.includes(s.name))) {
 		log(section.title);
-		const result = await section.run();
-		Object.assign(figures, result.figures);
-		rows.push(...result.rows);
+		try {
+			const result = await section.run();
+			Object.assign(figures, result.figures);
+			rows.push(...result.rows);
+		} catch (error) {
+			// A section that fails is a row that misses; the other sections still report.
+			log(`  FAILED: ${(error as Error).stack}`);
+			rows.push([
+				`section ${section.name}`,
+				'failed',
+				(error as Error).message.split('\n')[0],
+				'',
+				'runs to its end',
+				false,
+			]);
+		}
 	}
 	const header = ['figure', 'measured', 'reference', 'ratio', 'target', 'met'];
 	const table = [header, ...rows.map((r) => [...r.slice(0, 5), r[5] ? 'yes' : 'NO'] as string[])];
@@ -70,7 +83,7 @@ async function main() {
 		`\n${lines.join('\n')}\n\nmachine: ${cpus().length} cores, Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s\n`,
 	);
 	if (process.argv.includes('--json')) process.stdout.write(`${JSON.stringify(figures)}\n`);
-	process.exit(0);
+	process.exit(rows.some((r) => r[1] === 'failed') ? 1 : 0);
 }
 
 main().catch((error) => {
