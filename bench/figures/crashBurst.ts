@@ -25,7 +25,7 @@ export const crashBurst: Section = {
 			await activateBurstWorkflows(n8n, true);
 			const k = await killMidBurst(n8n, sb, COUNT);
 			log(
-				`  ${k.answeredBeforeKill} answered before the kill, ${k.answered.size} in all; ${k.executions.length} executions (${k.crashed.length} crashed, ${k.leftNew} left new by n8n); lost ${k.lost.length}`,
+				`  ${k.answeredBeforeKill} answered before the kill, ${k.answered.size} in all; ${k.executions.length} executions (${k.crashed.length} crashed, ${k.leftNew} left new and ${k.leftRunning} left running by n8n); lost ${k.lost.length}`,
 			);
 			const figures = { crashBurstLostAnswered: k.lost.length };
 			return {

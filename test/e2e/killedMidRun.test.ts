@@ -39,13 +39,13 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	const polledTo = path.join(captionsTo, 'polled');
 	const { waitFor, newestId, jobsByExecution, activateOn1x, untilEnded } = executionsApi(() => n8n);
 	/** Once no execution of the workflow runs: its executions since `afterId`, and the jobs they hold. */
-	const stored = async (workflowId: string, afterId: number) => {
-		const leftNew = await untilEnded(workflowId);
+	const stored = async (workflowId: string, afterId: number, killedAt: number) => {
+		const left = await untilEnded(workflowId, undefined, killedAt);
 		const all = await jobsByExecution(workflowId, NODE_OF[workflowId], afterId);
 		return {
 			all,
 			crashed: all.filter((e) => e.status === 'crashed'),
-			leftNew: leftNew.length,
+			left: left.length,
 			jobs: new Set(all.flatMap((e) => e.jobs)),
 		};
 	};
@@ -81,7 +81,7 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 		const killed = await killMidBurst(n8n, sb, BURST);
 		const { answeredBeforeKill, answered, executions, crashed, leftNew, lost } = killed;
 		console.log(
-			`n8n ${version}, killed mid-burst: ${answeredBeforeKill} events answered 200 before the kill, ${answered.size} of ${BURST} in all; ${executions.length} executions (${crashed.length} crashed, ${leftNew} left new by n8n); answered events with no execution: ${lost.length}; jobs with two successful executions: ${killed.ranTwice.length} (answered 200 before the kill: ${killed.ranTwiceAnsweredBeforeKill.length})`,
+			`n8n ${version}, killed mid-burst: ${answeredBeforeKill} events answered 200 before the kill, ${answered.size} of ${BURST} in all; ${executions.length} executions (${crashed.length} crashed, ${leftNew} left new and ${killed.leftRunning} left running by n8n); answered events with no execution: ${lost.length}; jobs with two successful executions: ${killed.ranTwice.length} (answered 200 before the kill: ${killed.ranTwiceAnsweredBeforeKill.length})`,
 		);
 		if (version.startsWith('2.')) expect(lost).toEqual([]);
 		// A second run only for an event whose 2xx never reached the sender (it delivered again).
@@ -130,15 +130,16 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 				async () => (downloaded() >= 8 ? true : undefined),
 				120000,
 			);
+			const killedAt = Date.now();
 			await n8n.kill();
 			const before = downloaded();
 			await n8n.start();
 			// Polls after the restart report what no stored execution holds; then every job is in one.
 			await new Promise((r) => setTimeout(r, 25000));
-			const { all, crashed, leftNew, jobs } = await stored(POLL_WORKFLOW, since);
+			const { all, crashed, left, jobs } = await stored(POLL_WORKFLOW, since, killedAt);
 			const lost = ids.filter((id) => !jobs.has(id));
 			console.log(
-				`n8n ${version}, killed mid-report: ${before} of ${POLLED} captions downloaded before the kill; ${all.length} executions (${crashed.length} crashed, ${leftNew} left new by n8n); jobs in no execution: ${lost.length}`,
+				`n8n ${version}, killed mid-report: ${before} of ${POLLED} captions downloaded before the kill; ${all.length} executions (${crashed.length} crashed, ${left} left new or running by n8n); jobs in no execution: ${lost.length}`,
 			);
 			expect(lost).toEqual([]);
 			// The crashed execution's Retry writes what it had not written.

@@ -18,6 +18,8 @@ export interface KilledBurst {
 	crashed: Array<Execution & { jobs: string[] }>;
 	/** Executions n8n stored but never started (killed in between): their events were not answered. */
 	leftNew: number;
+	/** Executions killed before their first node that n8n's recovery left "running" (2.41.1). */
+	leftRunning: number;
 	/** Answered events with no execution at all. */
 	lost: string[];
 	/** Jobs with two or more successful executions (a run each), and those of them answered 200 before the kill. */
@@ -51,7 +53,7 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 		await completing;
 		await n8n.start();
 		await sb.settleDeliveries();
-		const leftNew = await untilEnded(BURST_CAPTIONS_WORKFLOW);
+		const left = await untilEnded(BURST_CAPTIONS_WORKFLOW, undefined, killedAt);
 		const executions = await jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
 		const held = new Set(executions.flatMap((e) => e.jobs));
 		const runs = new Map<string, number>();
@@ -68,7 +70,8 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 			answered: answered(),
 			executions,
 			crashed: executions.filter((e) => e.status === 'crashed'),
-			leftNew: leftNew.length,
+			leftNew: left.filter((e) => e.status === 'new').length,
+			leftRunning: left.filter((e) => e.status === 'running').length,
 			lost: [...answered()].filter((id) => !held.has(id)),
 			ranTwice,
 			ranTwiceAnsweredBeforeKill: ranTwice.filter((id) => answeredBefore.has(id)),
