@@ -102,6 +102,16 @@ export class Captioning implements INodeType {
 		return await router.call(this);
 	}
 
+	// The only webhook is a restart webhook: it exists while an execution waits, so n8n never
+	// registers it on activation and there is nothing at the service to create or delete.
+	webhookMethods = {
+		default: {
+			checkExists: async () => true,
+			create: async () => true,
+			delete: async () => true,
+		},
+	};
+
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 		return await resume.call(this);
 	}
