@@ -102,8 +102,8 @@ export class Captioning implements INodeType {
 		return await router.call(this);
 	}
 
-	// The only webhook is a restart webhook: it exists while an execution waits, so n8n never
-	// registers it on activation and there is nothing at the service to create or delete.
+	// n8n's community lint (webhook-lifecycle-complete) asks every node with a webhook for these. The
+	// only webhook is a restart webhook, which n8n never registers on activation: nothing to create.
 	webhookMethods = {
 		default: {
 			checkExists: async () => true,
