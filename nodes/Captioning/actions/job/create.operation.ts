@@ -5,7 +5,7 @@ import type {
 	INodePropertyOptions,
 	INodeProperties,
 } from 'n8n-workflow';
-import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import { inputFileField, readInputFile } from '../../media/binary';
 import { MAX_INTERVAL_SECONDS, MAX_TIMEOUT_MINUTES } from '../../waiting/poll';
@@ -447,12 +447,13 @@ async function mediaOf(
 	if (source !== 's3') return {};
 	const object = s3ObjectOf(ctx, i);
 	const hours = Number(ctx.getNodeParameter('s3LinkHours', i, LINK_HOURS.default));
-	if (!(hours >= 1 && hours <= LINK_HOURS.max)) {
-		throw new NodeOperationError(ctx.getNode(), `Link Valid For is ${hours} hours`, {
-			itemIndex: i,
-			description: `Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).`,
-		});
-	}
+	if (!(hours >= 1 && hours <= LINK_HOURS.max))
+		refuse(
+			ctx,
+			i,
+			`Link Valid For is ${hours} hours`,
+			`Set it to 1-${LINK_HOURS.max} hours (a signed S3 link may live a week at most, and the node signs it an hour longer than asked).`,
+		);
 	body.title ??= object.key.split('/').filter(Boolean).pop() ?? object.key;
 	return { s3: { object, hours } };
 }
