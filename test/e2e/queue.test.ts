@@ -777,8 +777,11 @@ module.exports = { workflow: { preExecute: [async function () {
 					...(await executions('wfQueueTwoA0001')),
 					...(await executions('wfQueueTwoB0001')),
 				];
-				return list.length === 2 && list.every((e) => e.status === 'success') ? list : undefined;
+				return list.length === 2 && list.every((e) => !['new', 'running'].includes(e.status))
+					? list
+					: undefined;
 			}, 300000);
+			expect(runs.map((run) => run.status)).toEqual(['success', 'success']);
 			const orders = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
 			const refused = orders.filter((r) => r.status === 429).length;
 			const last = Math.max(...orders.map((r) => r.at));
