@@ -245,25 +245,21 @@ describe('attempts', () => {
 		expect(error.description).toContain('Attempts: 301.');
 	});
 
-	test.each([[503, 5]])(
-		'a request answered %i every time is sent exactly its policy’s attempts, under the shared hold too',
-		async (status, retryAfter) => {
-			const pace = new KeyRateLimits();
-			let sent = 0;
-			const result = sendWithRetries(
-				ctx,
-				{ retryable: true, rateLimit: pace.read, target: 'the service' },
-				async () => {
-					sent += 1;
-					return answer(status, retryAfter);
-				},
-			).catch((error: Error) => error);
-			await jest.advanceTimersByTimeAsync(60000);
-			const error = await result;
-			expect(sent).toBe(6);
-			expect((error as Error).message).toMatch(String(status));
-		},
-	);
+	test('a request answered 503 every time is sent exactly its policy’s attempts, under the shared hold too', async () => {
+		let sent = 0;
+		const result = sendWithRetries(
+			ctx,
+			{ retryable: true, rateLimit: new KeyRateLimits().read, target: 'the service' },
+			async () => {
+				sent += 1;
+				return answer(503, 5);
+			},
+		).catch((error: Error) => error);
+		await jest.advanceTimersByTimeAsync(60000);
+		const error = await result;
+		expect(sent).toBe(DEFAULT_RETRY.maxAttempts);
+		expect((error as Error).message).toMatch('503');
+	});
 
 	test.each([
 		['a 429 with Retry-After: 1', 1000, 429, 1],

@@ -2,9 +2,9 @@
 // again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
 // answer ends at once. A 429 the key's rate limit holds took nothing up: it goes back in line however
 // often, until `maxTurnWaitMs` has passed since the first try (another process on the workspace may
-// take the service's refill many times in a row). Each attempt waits for its turn within the run's Concurrency and the key's
-// rate limits. A failure that would meet the same again is not retried: a certificate the
-// connection refused, a request n8n's own policy refused, or n8n's own error.
+// take the service's refill many times in a row). Each attempt waits for its turn within the run's
+// Concurrency and the key's rate limits. A failure that would meet the same again is not retried: a
+// certificate the connection refused, a request n8n's own policy refused, or n8n's own error.
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -29,7 +29,7 @@ export interface RetryPolicy {
 	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
 	baseDelayMs: number;
 	maxDelayMs: number;
-	/** The longest a request waits for its turn under the key's rate limits; and sends again after 429s. */
+	/** The longest a request waits for its turn under the key's rate limits, and is sent again after 429s. */
 	maxTurnWaitMs: number;
 }
 
