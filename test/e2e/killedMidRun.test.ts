@@ -1,6 +1,5 @@
 // n8n killed (SIGKILL) while the triggers work, in real n8n over HTTPS with n8n's default settings
-// but its database check's timeout (below), `npm run test:e2e`: nothing the service was told is
-// received may be lost.
+// (npm run test:e2e): nothing the service was told is received may be lost.
 // - The Captioning Trigger (Verify Events, Attach Captions SRT → a file per job) under a burst of
 //   150 completions, each delivered once and redelivered when a try fails; n8n is killed once a
 //   third have been answered 200, then started again. Every answered event must have an execution
@@ -55,14 +54,7 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 		async () => {
 			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 			mkdirSync(polledTo, { recursive: true });
-			// n8n's defaults but one: its database check waits 30 s, not 5 s. Under this burst on 2 cores,
-			// 2.41.1's `SELECT 1` on SQLite once waited longer, and n8n answered every event 503 ("Database
-			// is not ready!", CONTRIBUTING, n8n's faults) for most of the two minutes this suite waits for a
-			// third of them answered. Its 503s lose nothing (the service delivers again); the kill is what
-			// this suite measures.
-			n8n = await createN8n(await installN8n(version), [captionsTo], {
-				DB_PING_TIMEOUT_MS: '30000',
-			});
+			n8n = await createN8n(await installN8n(version), [captionsTo]);
 			await importBurstWorkflows(n8n, sb, captionsTo);
 			await n8n.cli([
 				'import:credentials',
