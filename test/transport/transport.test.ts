@@ -190,6 +190,7 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		[415, 'unsupported_content_type'],
 		[500, 'internal_error'],
 		[503, 'temporarily_unavailable'],
+		[429, 'rate_limited'],
 	])('%d (injected, retries used up) keeps the status, code and attempts', async (status, code) => {
 		sb.injectFault('GET /account', { status, code, retryAfter: 0, times: 10 });
 		const { error } = await runProbe({

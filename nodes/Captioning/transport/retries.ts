@@ -1,10 +1,8 @@
 // Sending a request until it gets an answer worth keeping: 429, 5xx and network failures are tried
 // again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
-// answer ends at once. A 429 the key's rate limit holds took nothing up: it goes back in line however
-// often, until `maxTurnWaitMs` has passed since the first try (another process on the workspace may
-// take the service's refill many times in a row). Each attempt waits for its turn within the run's
-// Concurrency and the key's rate limits. A failure that would meet the same again is not retried: a
-// certificate the connection refused, a request n8n's own policy refused, or n8n's own error.
+// answer ends at once. Each attempt waits for its turn within the run's Concurrency and the key's
+// rate limits. A failure that would meet the same again is not retried: a certificate the
+// connection refused, a request n8n's own policy refused, or n8n's own error.
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -29,7 +27,7 @@ export interface RetryPolicy {
 	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
 	baseDelayMs: number;
 	maxDelayMs: number;
-	/** The longest a request waits for its turn under the key's rate limits, and is sent again after 429s. */
+	/** The longest a request waits for its turn under the key's rate limits before it fails unsent. */
 	maxTurnWaitMs: number;
 }
 
@@ -85,7 +83,6 @@ class Attempts {
 	readonly cancel: AbortSignal | undefined;
 	private readonly concurrency;
 	private readonly number = ++requests;
-	private readonly since = Date.now();
 
 	constructor(
 		private readonly ctx: ApiContext,
@@ -164,12 +161,11 @@ class Attempts {
 			const e = serviceError(response);
 			return apiError(ctx.getNode(), e, describe(e, attempt, why), options.itemIndex);
 		};
-		if (status !== 429 && status < 500) throw fail();
+		const retryable = status === 429 || status >= 500;
+		if (!retryable || attempt >= policy.maxAttempts) throw fail();
 		if (!options.retryable) throw fail('once');
 		if ((status === 429 || status === 503) && !held) throw fail('asked');
-		// It goes again in its turn, once the hold has passed.
-		if (status === 429 && rateLimit && Date.now() - this.since < policy.maxTurnWaitMs) return 0;
-		if (attempt >= policy.maxAttempts || (status === 429 && rateLimit)) throw fail();
+		if (status === 429 && rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		const delay =
 			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
 		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');
