@@ -8,7 +8,7 @@
 // machine's load. Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5). n8n 2.x runs with
 // N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, as docs/triggers.md recommends for bursts (with n8n's
 // defaults a 2-core machine misses the sender's 10 s for n8n's own Webhook node too: the bench
-// measures both; test/e2e/killedMidRun.test.ts runs a burst with the defaults).
+// measures both, and the kill mid-burst with the defaults).
 import { existsSync, readFileSync } from 'node:fs';
 
 import { tlsPair } from '../helpers/https';

@@ -1,5 +1,9 @@
-// n8n killed (SIGKILL) while the triggers work, in real n8n over HTTPS with n8n's default settings
-// (npm run test:e2e): nothing the service was told is received may be lost.
+// n8n killed (SIGKILL) while the triggers work, in real n8n over HTTPS (npm run test:e2e): nothing
+// the service was told is received may be lost. n8n 2.x runs with
+// N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true, as docs/triggers.md recommends for bursts: with n8n's
+// defaults a 2-core machine running the suite after the others can fall behind the sender's 10 s
+// for the whole burst and answer none (n8n's faults, CONTRIBUTING); whether an answered event has
+// an execution does not depend on it, and the bench (crashBurst) measures the kill with the defaults.
 // - The Captioning Trigger (Verify Events, Attach Captions SRT → a file per job) under a burst of
 //   150 completions, each delivered once and redelivered when a try fails; n8n is killed once a
 //   third have been answered 200, then started again. Every answered event must have an execution
@@ -54,7 +58,11 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 		async () => {
 			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 			mkdirSync(polledTo, { recursive: true });
-			n8n = await createN8n(await installN8n(version), [captionsTo]);
+			n8n = await createN8n(
+				await installN8n(version),
+				[captionsTo],
+				version.startsWith('2.') ? { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' } : {},
+			);
 			await importBurstWorkflows(n8n, sb, captionsTo);
 			await n8n.cli([
 				'import:credentials',
