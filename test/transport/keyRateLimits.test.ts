@@ -1,9 +1,9 @@
 // The key's rate limits (transport/rateLimits.ts) and a request's attempts (transport/retries.ts)
 // under jest's fake clock: each rule written at the top of rateLimits.ts, decided by the clock it
 // is given, not by how busy the machine is.
-import type { IExecuteFunctions, IN8nHttpFullResponse, INode } from 'n8n-workflow';
+import type { IExecuteFunctions, IN8nHttpFullResponse, INode, NodeApiError } from 'n8n-workflow';
 
-import { sendWithRetries } from '../../nodes/Captioning/transport/retries';
+import { DEFAULT_RETRY, sendWithRetries } from '../../nodes/Captioning/transport/retries';
 import { serviceOf } from '../../nodes/Captioning/transport/service';
 import {
 	ServiceAskedToWait,
@@ -231,7 +231,7 @@ describe('attempts', () => {
 		[429, 1],
 		[503, 5],
 	])(
-		'a request answered %i every time is sent exactly its policy’s attempts, under the shared hold too',
+		'a read answered %i every time is sent exactly its policy’s attempts, under the shared hold too',
 		async (status, retryAfter) => {
 			const pace = new KeyRateLimits();
 			let sent = 0;
@@ -249,6 +249,24 @@ describe('attempts', () => {
 			expect((error as Error).message).toMatch(String(status));
 		},
 	);
+
+	test('a write answered 429 every time goes again at each Retry-After, past its attempts, until 5 minutes have passed since its first try', async () => {
+		const start = Date.now();
+		const sentAt: number[] = [];
+		const result = sendWithRetries(
+			ctx,
+			{ retryable: true, rateLimit: new KeyRateLimits().write, write: true, target: 'the service' },
+			async () => {
+				sentAt.push(Date.now() - start);
+				return answer(429, 1);
+			},
+		).catch((error: NodeApiError) => error);
+		await jest.advanceTimersByTimeAsync(DEFAULT_RETRY.maxTurnWaitMs);
+		const error = (await result) as NodeApiError;
+		expect(sentAt).toEqual(Array.from({ length: 301 }, (_, n) => n * 1000));
+		expect(error.message).toMatch('429');
+		expect(error.description).toContain('Attempts: 301.');
+	});
 
 	test.each([
 		['a 429 with Retry-After: 1', 1000, 429, 1],

@@ -1,8 +1,11 @@
 // Sending a request until it gets an answer worth keeping: 429, 5xx and network failures are tried
 // again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
-// answer ends at once. Each attempt waits for its turn within the run's Concurrency and the key's
-// rate limits. A failure that would meet the same again is not retried: a certificate the
-// connection refused, a request n8n's own policy refused, or n8n's own error.
+// answer ends at once. A write's 429 goes again in its turn until `maxTurnWaitMs` has passed since
+// its first try, however many attempts that takes: an order can wait, and another process on the
+// workspace may take the service's refill many times in a row. Each attempt waits for its turn
+// within the run's Concurrency and the key's rate limits. A failure that would meet the same again
+// is not retried: a certificate the connection refused, a request n8n's own policy refused, or
+// n8n's own error.
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -27,7 +30,7 @@ export interface RetryPolicy {
 	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
 	baseDelayMs: number;
 	maxDelayMs: number;
-	/** The longest a request waits for its turn under the key's rate limits before it fails unsent. */
+	/** The longest a request waits for its turn under the key's rate limits, and a write goes again after 429s. */
 	maxTurnWaitMs: number;
 }
 
@@ -43,6 +46,8 @@ export interface SendOptions {
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
 	rateLimit?: RateLimit;
+	/** A write: its 429s are tried again until maxTurnWaitMs since its first try, not maxAttempts. */
+	write?: boolean;
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	/** Its position among the node run's requests: lower goes first (default: the item index). */
@@ -83,6 +88,7 @@ class Attempts {
 	readonly cancel: AbortSignal | undefined;
 	private readonly concurrency;
 	private readonly number = ++requests;
+	private readonly since = Date.now();
 
 	constructor(
 		private readonly ctx: ApiContext,
@@ -161,8 +167,10 @@ class Attempts {
 			const e = serviceError(response);
 			return apiError(ctx.getNode(), e, describe(e, attempt, why), options.itemIndex);
 		};
+		const waitsOut =
+			status === 429 && options.write && Date.now() - this.since < policy.maxTurnWaitMs;
 		const retryable = status === 429 || status >= 500;
-		if (!retryable || attempt >= policy.maxAttempts) throw fail();
+		if (!retryable || (attempt >= policy.maxAttempts && !waitsOut)) throw fail();
 		if (!options.retryable) throw fail('once');
 		if ((status === 429 || status === 503) && !held) throw fail('asked');
 		if (status === 429 && rateLimit) return 0; // it goes again in its turn, once the hold has passed
