@@ -622,7 +622,8 @@ module.exports = { workflow: { preExecute: [async function () {
 				e.jobs.includes(id),
 			);
 		const deliver = async (i: number, copyAt: 'after the run' | 'at once') => {
-			const { id, event } = await undelivered(`hook_500_${i}`, `Hook 500 ${i}`);
+			const title = `Hook 500 ${i}`;
+			const { id, event } = await undelivered(`hook_500_${i}`, title);
 			const since = await newestId();
 			// At once: the first execution's reads are slowed, so the copy comes while it runs.
 			if (copyAt === 'at once') sb.setLatency(3000);
@@ -651,17 +652,25 @@ module.exports = { workflow: { preExecute: [async function () {
 			console.log(
 				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status} ${copy.text}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => `${r.id} ${r.status}`).join(', ')}); stored: ${stored.trim().split('\n').join('; ')}; caption downloads: ${downloads}`,
 			);
-			return { first: first.status, copy: copy.status, copyText: copy.text, runs: runs.length };
+			return {
+				first: first.status,
+				copy: copy.status,
+				copyText: copy.text,
+				runs: runs.length,
+				failed: stored.split('\n').filter((row) => row.trim().endsWith('|error')).length,
+				// The workflow's last nodes write the job's captions: the event reached its end.
+				written: existsSync(path.join(work, 'captions', `${title}.srt`)),
+			};
 		};
-		// n8n answers 500 and a worker still runs the stored execution. A copy after that execution
-		// ended finds the event in the static data it saved; a copy while it runs starts a second run
-		// (docs/triggers.md).
-		expect(await deliver(0, 'after the run')).toEqual({
-			first: 500,
-			copy: 200,
-			copyText: expect.stringContaining('already received'),
-			runs: 1,
-		});
+		// n8n answers 500 and a worker still runs the stored execution: the captions are written, and
+		// a copy after that execution ended finds the event in the static data it saved. Its record
+		// holds the run, or n8n's webhook process marked it failed (processError) after the worker
+		// started it. Or that mark came first and no worker ran it: then the copy starts the one run
+		// (n8n's faults, CONTRIBUTING).
+		const after = await deliver(0, 'after the run');
+		expect([after.first, after.copy, after.written]).toEqual([500, 200, true]);
+		if (after.copyText.includes('already received')) expect(after.runs + after.failed).toBe(1);
+		else expect([after.runs, after.failed]).toEqual([1, 1]);
 		// A copy while it runs: n8n's webhook process marks the execution failed (processError) while a
 		// worker may already run it, so the first try runs or not; the copy's run starts either way.
 		// Nothing is lost; a second run is what the trigger cannot prevent here (reported).
@@ -672,7 +681,7 @@ module.exports = { workflow: { preExecute: [async function () {
 			[500, 200],
 			[500, 200],
 		]);
-		expect(trials.filter((t) => t.runs === 0)).toEqual([]);
+		expect(trials.filter((t) => t.runs === 0 || !t.written)).toEqual([]);
 		console.log(
 			`queue mode, a preExecute hook that throws in the webhook process, a copy while the first try runs: two runs in ${trials.filter((t) => t.runs === 2).length} of ${trials.length} trials`,
 		);
