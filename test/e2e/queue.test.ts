@@ -649,15 +649,16 @@ module.exports = { workflow: { preExecute: [async function () {
 			const stored = await cluster.sql(
 				`select id, status from execution_entity where id > ${since} and "workflowId" = 'wfQueueStore001' order by id`,
 			);
+			const rows = stored.split('\n');
 			console.log(
-				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status} ${copy.text}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => `${r.id} ${r.status}`).join(', ')}); stored: ${stored.trim().split('\n').join('; ')}; caption downloads: ${downloads}`,
+				`queue mode, a preExecute hook that throws in the webhook process: the event answered ${first.status}, a copy ${copyAt} answered ${copy.status} ${copy.text}; the workflow ran past the trigger ${runs.length} time(s) (${runs.map((r) => `${r.id} ${r.status}`).join(', ')}); stored: ${rows.join('; ')}; caption downloads: ${downloads}`,
 			);
 			return {
 				first: first.status,
 				copy: copy.status,
 				copyText: copy.text,
 				runs: runs.length,
-				failed: stored.split('\n').filter((row) => row.trim().endsWith('|error')).length,
+				failed: rows.filter((row) => row.endsWith('|error')).length,
 				// The workflow's last nodes write the job's captions: the event reached its end.
 				written: existsSync(path.join(work, 'captions', `${title}.srt`)),
 			};

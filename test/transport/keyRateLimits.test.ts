@@ -245,7 +245,7 @@ describe('attempts', () => {
 			).catch((error: Error) => error);
 			await jest.advanceTimersByTimeAsync(60000);
 			const error = await result;
-			expect(sent).toBe(6);
+			expect(sent).toBe(DEFAULT_RETRY.maxAttempts);
 			expect((error as Error).message).toMatch(String(status));
 		},
 	);
@@ -255,7 +255,7 @@ describe('attempts', () => {
 		const sentAt: number[] = [];
 		const result = sendWithRetries(
 			ctx,
-			{ retryable: true, rateLimit: new KeyRateLimits().write, write: true, target: 'the service' },
+			{ retryable: true, rateLimit: new KeyRateLimits().write, target: 'the service' },
 			async () => {
 				sentAt.push(Date.now() - start);
 				return answer(429, 1);

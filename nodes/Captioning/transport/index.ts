@@ -72,7 +72,6 @@ export async function apiRequest<T>(
 		{
 			retryable,
 			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
-			write: method !== 'GET',
 			priority: options.priority,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,

@@ -46,6 +46,9 @@ export const rateLimitSettings = {
 };
 
 export class RateLimit {
+	/** Whether it paces the key's reads or its writes (a write's 429s wait longer: retries.ts). */
+	constructor(readonly kind: 'read' | 'write') {}
+
 	/** Milliseconds between request starts; 0 until the service first says 429. */
 	private intervalMs = 0;
 	private next = 0;
@@ -241,8 +244,8 @@ export class RateLimit {
 
 /** The rate limits of one API key at one Base URL: its reads and its writes. */
 export class KeyRateLimits {
-	readonly read = new RateLimit();
-	readonly write = new RateLimit();
+	readonly read = new RateLimit('read');
+	readonly write = new RateLimit('write');
 
 	forgettable(now: number): boolean {
 		return this.read.forgettable(now) && this.write.forgettable(now);

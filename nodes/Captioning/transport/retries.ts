@@ -46,8 +46,6 @@ export interface SendOptions {
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
 	rateLimit?: RateLimit;
-	/** A write: its 429s are tried again until maxTurnWaitMs since its first try, not maxAttempts. */
-	write?: boolean;
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	/** Its position among the node run's requests: lower goes first (default: the item index). */
@@ -168,7 +166,9 @@ class Attempts {
 			return apiError(ctx.getNode(), e, describe(e, attempt, why), options.itemIndex);
 		};
 		const waitsOut =
-			status === 429 && options.write && Date.now() - this.since < policy.maxTurnWaitMs;
+			status === 429 &&
+			rateLimit?.kind === 'write' &&
+			Date.now() - this.since < policy.maxTurnWaitMs;
 		const retryable = status === 429 || status >= 500;
 		if (!retryable || (attempt >= policy.maxAttempts && !waitsOut)) throw fail();
 		if (!options.retryable) throw fail('once');
