@@ -70,9 +70,10 @@ async function measure(env: NodeJS.ProcessEnv, yardstick: BurstTarget) {
 			burst.deliveries.filter((d) => d.status !== null && d.status < 300).map((d) => d.jobId),
 		);
 		// Answered 2xx, and no execution n8n stored holds the job (finished, running or crashed).
-		const answeredWithoutRun = [...answered].filter((id) => !stored.has(id)).length;
+		const notStored = [...answered].filter((id) => !stored.has(id));
+		const answeredWithoutRun = notStored.length;
 		log(
-			`  trigger: p95 first answer ${burst.p95Ms} ms, ${burst.senderTimeouts} first tries past 10 s; ${once} of ${COUNT} jobs run once, ${twice} more than once, ${answeredWithoutRun} answered 2xx with no execution; ${burst.executions} executions (${stuck} still listed new or running when n8n stopped moving them); ${burst.allReads} reads (${burst.allRefused} answered 429); answers ${answers(burst)}`,
+			`  trigger: p95 first answer ${burst.p95Ms} ms, ${burst.senderTimeouts} first tries past 10 s; ${once} of ${COUNT} jobs run once, ${twice} more than once, ${answeredWithoutRun} answered 2xx with no execution (${notStored.filter((id) => runs(id) > 0).length} of them with an SRT written); ${burst.executions} executions (${stuck} still listed new or running when n8n stopped moving them); ${burst.allReads} reads (${burst.allRefused} answered 429); answers ${answers(burst)}`,
 		);
 		return { webhook, burst, once, twice, answeredWithoutRun };
 	} finally {

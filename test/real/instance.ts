@@ -430,13 +430,20 @@ export async function createN8n(
 				});
 				return { res: r, text: await r.body.text() };
 			};
-			// Right after a start, n8n 1.x answers /rest/settings and /login before it has mounted
-			// every controller: Express's own "Cannot PATCH /rest/…" page. Retry while it says so.
+			// Ask again while n8n cannot answer yet, never read that as an answer:
+			// - right after a start, n8n 1.x answers /rest/settings and /login before it has mounted every
+			//   controller: Express's own "Cannot PATCH /rest/…" page (30 s);
+			// - 2.41.1 answers every request 503 "Database is not ready!" while its database check fails,
+			//   for minutes under a burst on 2 cores (CONTRIBUTING, n8n's faults): an execution count or
+			//   an execution read then is not 0 nor missing (5 minutes).
 			const unmounted = (r: { res: { statusCode: number }; text: string }) =>
 				r.res.statusCode === 404 && r.text.includes(`Cannot ${method.toUpperCase()} /rest`);
-			const deadline = Date.now() + 30000;
+			const started = Date.now();
 			let sent = await send();
-			while (unmounted(sent) && Date.now() < deadline) {
+			while (
+				(unmounted(sent) && Date.now() < started + 30000) ||
+				(sent.res.statusCode === 503 && Date.now() < started + 300000)
+			) {
 				await new Promise((r) => setTimeout(r, 500));
 				sent = await send();
 			}
