@@ -39,6 +39,11 @@ export function executionsApi(n8n: () => N8n) {
 			await new Promise((r) => setTimeout(r, 500));
 		}
 	};
+	/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
+	const newestId = async (): Promise<number> => {
+		const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=1');
+		return Number(res.body.results?.[0]?.id ?? 0);
+	};
 	return {
 		executions,
 		waitFor,
@@ -101,11 +106,7 @@ export function executionsApi(n8n: () => N8n) {
 				throw new Error(`${(error as Error).message}\nstill listed: ${lingering.join('; ')}`);
 			}
 		},
-		/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
-		async newestId(): Promise<number> {
-			const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=1');
-			return Number(res.body.results?.[0]?.id ?? 0);
-		},
+		newestId,
 		/**
 		 * The executions of a workflow after the execution `afterId`, each with the job ids its node
 		 * `nodeName` holds: its output, or (an execution that crashed before the node ended) its input
@@ -131,8 +132,11 @@ export function executionsApi(n8n: () => N8n) {
 				};
 			};
 			const found: Array<Execution & { jobs: string[] }> = [];
-			// Ids count up; past the newest, twenty in a row are not there (n8n may answer those 200 with nothing).
-			for (let id = afterId + 1, missing = 0; missing < 20; id++) {
+			// Ids count up to the newest listed, and on while n8n has any of the next twenty (it answers
+			// an id it does not have 404, or 200 with nothing). Not stopped by a run of ids n8n cannot
+			// read: 1.122.5 answers 500 for each execution killed before its data was stored.
+			const newest = await newestId();
+			for (let id = afterId + 1, missing = 0; id <= newest || missing < 20; id++) {
 				const res = await n8n().rest<
 					(Execution & { workflowId: string; data: string | Stored }) | null
 				>('GET', `/executions/${id}`);
