@@ -132,11 +132,12 @@ export function executionsApi(n8n: () => N8n) {
 				};
 			};
 			const found: Array<Execution & { jobs: string[] }> = [];
-			// Ids count up to the newest listed, and on while n8n has any of the next twenty (it answers
-			// an id it does not have 404, or 200 with nothing). Not stopped by a run of ids n8n cannot
-			// read: 1.122.5 answers 500 for each execution killed before its data was stored.
+			// Ids count up to the newest listed, and on while n8n has any of the next twenty: it answers
+			// an id it does not have 200 with nothing (or 404), and one it has but cannot read 500
+			// (1.122.5, an execution killed before its data was stored; there may be many in a row).
 			const newest = await newestId();
 			for (let id = afterId + 1, missing = 0; id <= newest || missing < 20; id++) {
+				if (id > newest + 1000) throw new Error(`no end to the executions after ${newest}`);
 				const res = await n8n().rest<
 					(Execution & { workflowId: string; data: string | Stored }) | null
 				>('GET', `/executions/${id}`);
@@ -145,7 +146,7 @@ export function executionsApi(n8n: () => N8n) {
 					typeof res.body === 'object' &&
 					res.body !== null &&
 					String(res.body.id) === String(id);
-				missing = there ? 0 : missing + 1;
+				missing = there || res.status >= 500 ? 0 : missing + 1;
 				if (!there || res.body!.workflowId !== workflowId) continue;
 				const data =
 					typeof res.body!.data === 'string'
