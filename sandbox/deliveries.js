@@ -1,6 +1,8 @@
 'use strict';
-// What the service sends out: job events to a job's webhook URL over HTTPS (redirects not followed,
-// tried again on failure, optionally twice), and its fetch of a media URL when it takes a job.
+// What the service sends out: job events to a job's webhook URL over HTTPS (redirects not followed),
+// and its fetch of a media URL when it takes a job. As the interface is written, an event is
+// delivered once: tries after a failure (`attempts`), a second copy (`duplicate`) and an event ahead
+// of its job's status (`leadMs`, lifecycle.js) are options a suite turns on.
 const { Agent, request: undiciRequest } = require('undici');
 
 const { randomId } = require('./state');
@@ -18,8 +20,9 @@ function isLoopback(url) {
 function createDeliveries(ctx) {
 	const { ledger, later } = ctx;
 	const webhook = {
-		attempts: 3,
+		attempts: 1,
 		duplicate: false,
+		leadMs: 0,
 		rejectUnauthorized: true,
 		...ctx.options.webhook,
 	};

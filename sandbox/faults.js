@@ -84,7 +84,7 @@ function createFaults(ctx) {
 		},
 
 		applyFault(fault, res) {
-			if (fault.kind === 'reset') {
+			if (fault.kind === 'reset' || fault.kind === 'lose-response') {
 				res.socket.destroy();
 				return;
 			}
@@ -109,7 +109,7 @@ function createFaults(ctx) {
 			sendError(res, new ApiError(fault.status, code, message, fault.param ?? ''), headers);
 		},
 
-		/** Queue faults for a route ('POST /jobs', 'GET /jobs/{id}', 'PUT /uploads', ...): {kind: 'status'|'reset'|'lose-response'|'redirect', status, code, message, param, retryAfter, times, location}. */
+		/** Queue faults for a route ('POST /jobs', 'GET /jobs/{id}', 'PUT /uploads', ...): {kind: 'status'|'reset'|'lose-response'|'fail-after'|'redirect', status, code, message, param, retryAfter, times, location}. */
 		injectFault(route, fault) {
 			faults.push({ match: route, times: 1, kind: 'status', ...fault });
 		},

@@ -118,13 +118,21 @@ function createJobs(ctx) {
 		// The media could not be fetched (see fetchMedia): the job cannot complete.
 		if (job.plannedCancellation === 'media_unavailable') return cancelJob(id, 'media_unavailable');
 		if (job.view.status === 'queued') startProcessing(ws, job);
-		Object.assign(job.view, {
+		const completed = {
 			status: 'completed',
 			progress: 100,
 			eta: null,
 			captions: captionLinks(ws, job),
 			completed_at: new Date().toISOString(),
-		});
+		};
+		const { leadMs } = ctx.deliveries.webhook;
+		if (leadMs > 0) {
+			// The event goes ahead: reads show the job completed `leadMs` later.
+			ctx.deliveries.emit({ ...job, view: { ...job.view, ...completed } }, 'job.completed');
+			later(leadMs, () => Object.assign(job.view, completed));
+			return publicJob({ ...job, view: { ...job.view, ...completed } });
+		}
+		Object.assign(job.view, completed);
 		ctx.deliveries.emit(job, 'job.completed');
 		return publicJob(job);
 	}

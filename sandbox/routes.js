@@ -252,8 +252,9 @@ function createRoutes(ctx) {
 			const key = ctx.authenticate(req);
 			record.keyName = key.name;
 			const fault = ctx.faults.takeFault(route);
-			if (fault && fault.kind !== 'lose-response') {
-				record.fault = fault.kind === 'reset' ? 'reset' : fault.status;
+			const after = ['lose-response', 'fail-after'].includes(fault?.kind);
+			if (fault) record.fault = /reset|lose/.test(fault.kind) ? fault.kind : fault.status;
+			if (fault && !after) {
 				req.resume();
 				return ctx.faults.applyFault(fault, res);
 			}
@@ -279,10 +280,8 @@ function createRoutes(ctx) {
 				ledger.captionDownloads.push(capture);
 				return sendCaptions(res, getJob(key, id), capture.format, capture);
 			}
-			if (fault && fault.kind === 'lose-response') {
-				record.fault = 'lose-response';
-				return res.socket.destroy();
-			}
+			// Carried out, then the answer lost, or an error answered (a 500 after the job was made).
+			if (after) return ctx.faults.applyFault(fault, res);
 			send(res, result.status, result.body, { ...headers, ...result.headers });
 		} catch (err) {
 			if (!(err instanceof ApiError)) {

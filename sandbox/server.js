@@ -20,7 +20,7 @@ const { controlOf } = require('./control');
  *  timing: {queuedMs, processingMs} or null for manual control (completeJob/cancelJob)
  *  rateLimits: {readPerSecond, writePerSecond}
  *  captionsOn: 'api' (same origin, needs the key) or 'storage' (another host, signed links)
- *  webhook: {attempts, duplicate, ca, rejectUnauthorized}
+ *  webhook: {attempts, duplicate, leadMs, ca, rejectUnauthorized}
  *  limits: workspace limits (state.js DEFAULT_LIMITS)
  *  uploadDir: also write uploaded bytes to this folder
  *  seed: for random fault injection

@@ -41,13 +41,16 @@ async function measure(env: NodeJS.ProcessEnv, yardstick: BurstTarget) {
 		await importBurstWorkflows(n8n, sb, captionsTo);
 		await n8n.start();
 		await activateBurstWorkflows(n8n, true);
-		const webhook = await fireBurst(n8n, sb, yardstick, COUNT, { attempts: 10 });
+		const webhook = await fireBurst(n8n, sb, yardstick, COUNT, { attempts: 10, duplicate: true });
 		log(
 			`  ${yardstick}: p95 first answer ${webhook.p95Ms} ms, ${webhook.senderTimeouts} first tries past 10 s, ${webhook.executions} executions; answers ${answers(webhook)}`,
 		);
 		const api = executionsApi(() => n8n);
 		const since = await api.newestId();
-		const burst = await fireBurst(n8n, sb, 'triggerCaptions', COUNT, { attempts: 10 });
+		const burst = await fireBurst(n8n, sb, 'triggerCaptions', COUNT, {
+			attempts: 10,
+			duplicate: true,
+		});
 		// Counted once every execution has ended (a run writes its SRT at its end), or n8n stopped
 		// moving them on (its database lock timed out under the load: printed).
 		const stuck = await api.untilEnded(BURST_CAPTIONS_WORKFLOW, 600000).then(

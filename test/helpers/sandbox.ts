@@ -119,8 +119,11 @@ export interface Sandbox {
 	/** New jobs are created at this instant (null: now): jobs that share a creation time. */
 	setCreationTime(iso: string | null): void;
 	setWebhook(config: {
+		/** Tries of a delivery that failed (default 1: the interface promises no redelivery). */
 		attempts?: number;
 		duplicate?: boolean;
+		/** The event goes this long before reads show the job completed (default 0). */
+		leadMs?: number;
 		rejectUnauthorized?: boolean;
 		ca?: Buffer;
 	}): void;

@@ -364,22 +364,28 @@ describe('idempotency', () => {
 		expect(sb.ledger.jobs).toHaveLength(2);
 	});
 
-	test('None and a lost answer: not sent again, and the error says a job may exist and how to find it', async () => {
-		sb.injectFault('POST /jobs', { kind: 'lose-response' });
-		const run = await runCaptioning(
-			sb,
-			create({
-				idempotency: 'none',
-				title: 'Town Hall',
-				options: { metadata: { pair: [{ key: 'drive_file_id', value: 'f-9' }] } },
-			}),
-		);
-		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
-		expect(sb.ledger.jobs).toHaveLength(1);
-		expect(run.failure?.description).toMatch(
-			/^No answer came, so the order may have reached the service: a job may exist and be charged\. .*Job → Get Many \(the newest jobs, with the title "Town Hall" and the metadata \{"drive_file_id":"f-9"\}\).*set Idempotency to Automatic/,
-		);
-	});
+	test.each([
+		['a lost answer', 'lose-response'],
+		['a 500 after the job was made', 'fail-after'],
+	])(
+		'None and %s: not sent again, and the error says a job may exist and how to find it',
+		async (_name, kind) => {
+			sb.injectFault('POST /jobs', { kind, status: 500 });
+			const run = await runCaptioning(
+				sb,
+				create({
+					idempotency: 'none',
+					title: 'Town Hall',
+					options: { metadata: { pair: [{ key: 'drive_file_id', value: 'f-9' }] } },
+				}),
+			);
+			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
+			expect(sb.ledger.jobs).toHaveLength(1);
+			expect(run.failure?.description).toMatch(
+				/^No answer said the order was refused, so it may have reached the service: a job may exist and be charged\. .*Job → Get Many \(the newest jobs, with the title "Town Hall" and the metadata \{"drive_file_id":"f-9"\}\).*set Idempotency to Automatic/,
+			);
+		},
+	);
 
 	test('the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
 		const first = await runCaptioning(sb, create({}), {

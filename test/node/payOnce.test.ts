@@ -47,10 +47,7 @@ async function videos(
 }
 
 describe("a failed batch, then the execution's Retry", () => {
-	test.each([
-		['refused (400, not retried)', 400, 1],
-		['answered 500 on every attempt', 500, 1000],
-	])(
+	test.each([['refused (400, not retried)', 400, 1]])(
 		'the fourth order %s: every item one job and one charge in all; the retry replays what was ordered',
 		async (_name, status, times) => {
 			const workflowId = newWorkflow();
@@ -375,22 +372,47 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		}
 	});
 
+	test('an order the service refused (402, no funds) is a first order again in the next run: no error, one job', async () => {
+		const workflowId = newWorkflow();
+		sb.injectFault('POST /jobs', { status: 402, code: 'insufficient_funds', times: 1000 });
+		const refused = await runCaptioning(sb, create(), { input: urls(['refused']), workflowId });
+		expect(refused.failure).toMatchObject({ httpCode: '402' });
+		sb.clearFaults();
+		sb.resetLedger();
+		const next = await runCaptioning(sb, create(), { input: urls(['refused']), workflowId });
+		expect(next.failure).toBeUndefined();
+		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['POST /jobs 201']);
+	});
+
 	test.each([
-		['refused (402, no funds)', 402, 'insufficient_funds'],
-		['answered 500 on every attempt', 500, 'internal_error'],
+		['made, then answered 500 on every attempt', 'fail-after', 1, 1],
+		['answered 500 on every attempt before any job was made', 'status', 1000, 0],
 	])(
-		'an order the service %s is a first order again in the next run: no error, one job',
-		async (_name, status, code) => {
+		'an order %s may be placed: the error says so, and a repeat after the service forgot its keys looks for it, replays it or stops naming it, and never POSTs again',
+		async (_name, kind, times, jobs) => {
 			const workflowId = newWorkflow();
-			const url = `answered-${status}`;
-			sb.injectFault('POST /jobs', { status, code, message: 'Injected refusal', times: 1000 });
-			const refused = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
-			expect(refused.failure).toMatchObject({ httpCode: String(status) });
+			const url = `maybe-${kind}`;
+			// The first attempt is carried out (or not), then every attempt is answered 500.
+			sb.injectFault('POST /jobs', { kind, status: 500, times });
+			if (kind === 'fail-after')
+				sb.injectFault('POST /jobs', { status: 500, code: 'internal_error', times: 1000 });
+			const first = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
+			expect(first.failure).toMatchObject({ httpCode: '500' });
+			expect(first.failure!.description).toMatch(/may have been placed/);
+			expect(first.failure!.description).not.toMatch(/Run again in a little while\.$/);
 			sb.clearFaults();
+			sb.forgetIdempotencyKeys();
 			sb.resetLedger();
-			const next = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
-			expect(next.failure).toBeUndefined();
-			expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['POST /jobs 201']);
+			const repeat = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
+			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(0);
+			const made = sb.ledger.jobs.length;
+			expect(made).toBe(0); // the ledger was reset: no job made by the repeat
+			if (jobs === 1) {
+				expect(repeat.failure).toBeUndefined();
+				expect(repeat.items[0].json.idempotent_replayed).toBe(true);
+			} else {
+				expect(repeat.failure?.message).toMatch(/may have been placed before, and was not found/);
+			}
 		},
 	);
 

@@ -5,6 +5,7 @@
 // and to n8n's own Webhook node (which reads nothing: the floor any trigger on this n8n can reach),
 // one after the other in the same n8n. The sandbox, as the sender, times each delivery until n8n's
 // answer, and gives up on a try after 10 s (then delivers it again).
+import { createHmac } from 'node:crypto';
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
@@ -20,14 +21,45 @@ export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
 /** n8n's Webhook node at version 1: under n8n's defaults it pays the expression isolate every other trigger pays. */
 export const BURST_WEBHOOK_V1_WORKFLOW = 'wfBurstWebhookV1';
 const TRIGGER_WEBHOOK_ID = '5d2e8a41-7c3b-4f9e-a1d6-0b9c8e7f6a51';
-/** The credentials' Webhook Secret Token, as the README sets the trigger up: it travels on the URL. */
+/** The credentials' Webhook Secret Token: it travels on the URL. */
 const TOKEN = 'burst-token';
+/** The trigger with Attach Captions whose credentials set no token (README's set-up). */
+export const BURST_DERIVED_WORKFLOW = 'wfBurstDerived01';
+const DERIVED_WEBHOOK_ID = '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f';
+const DERIVED_CREDENTIAL_ID = 'captioningBurstDerived';
+/** The token Job → Create adds where the credentials set none (derived from the API key). */
+const derivedToken = (apiKey: string) =>
+	createHmac('sha256', apiKey).update('captioning webhook token').digest('base64url').slice(0, 32);
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
 const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
 /** The credential (the sandbox's full key) the burst workflows read with. */
 export const BURST_CREDENTIAL_ID = 'captioningBurst';
 const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
+
+/** The burst credentials: one with the token (or `rotated` to a new one, the old one kept as previous), one without. */
+export async function importBurstCredentials(n8n: N8n, sb: Sandbox, rotated?: string) {
+	const token = rotated
+		? { webhookToken: rotated, previousWebhookToken: TOKEN }
+		: { webhookToken: TOKEN };
+	await n8n.cli([
+		'import:credentials',
+		`--input=${tempJson('burst-credentials.json', [
+			{
+				id: CREDENTIAL_ID,
+				name: CREDENTIAL_ID,
+				type: 'captioningApi',
+				data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, ...token },
+			},
+			{
+				id: DERIVED_CREDENTIAL_ID,
+				name: DERIVED_CREDENTIAL_ID,
+				type: 'captioningApi',
+				data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+			},
+		])}`,
+	]);
+}
 
 /**
  * Imports (and on 2.x publishes) the workflows; call before n8n starts. `captionsTo`: a folder n8n
@@ -38,10 +70,7 @@ export async function importBurstWorkflows(
 	sb: Sandbox,
 	captionsTo?: string,
 ): Promise<void> {
-	await n8n.cli([
-		'import:credentials',
-		`--input=${tempJson('burst-credentials.json', [{ id: CREDENTIAL_ID, name: CREDENTIAL_ID, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: TOKEN } }])}`,
-	]);
+	await importBurstCredentials(n8n, sb);
 	const noOp = (id: string) => ({
 		id: `${id}-noop`,
 		name: 'Next',
@@ -122,46 +151,48 @@ export async function importBurstWorkflows(
 		)}`,
 	]);
 	if (captionsTo) {
-		ids.push(BURST_CAPTIONS_WORKFLOW);
+		const captions = (id: string, webhookId: string, credential: string) =>
+			workflow(
+				id,
+				`Burst: Captioning Trigger, Attach Captions (${credential})`,
+				{
+					id: `${id}-trigger`,
+					name: 'Job Event',
+					type: 'n8n-nodes-captioning.captioningTrigger',
+					typeVersion: 2,
+					position: [0, 0],
+					webhookId,
+					parameters: {
+						events: ['job.completed', 'job.cancelled'],
+						verify: true,
+						attachCaptions: true,
+						formats: ['srt'],
+						binaryPropertyName: 'data',
+					},
+					credentials: { captioningApi: { id: credential, name: credential } },
+				},
+				// As the templates store captions: a file per job (appended: a job reported twice would show).
+				{
+					id: `${id}-write`,
+					name: 'Write SRT',
+					type: 'n8n-nodes-base.readWriteFile',
+					typeVersion: 1,
+					position: [220, 0],
+					parameters: {
+						operation: 'write',
+						fileName: `=${captionsTo}/{{ $json.id }}.srt`,
+						dataPropertyName: 'data',
+						options: { append: true },
+					},
+				},
+			);
+		ids.push(BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW);
 		await n8n.cli([
 			'import:workflow',
-			`--input=${tempJson(
-				'burst-captions.json',
-				workflow(
-					BURST_CAPTIONS_WORKFLOW,
-					'Burst: Captioning Trigger, Attach Captions',
-					{
-						id: 'burst-captions',
-						name: 'Job Event',
-						type: 'n8n-nodes-captioning.captioningTrigger',
-						typeVersion: 2,
-						position: [0, 0],
-						webhookId: CAPTIONS_WEBHOOK_ID,
-						parameters: {
-							events: ['job.completed', 'job.cancelled'],
-							verify: true,
-							attachCaptions: true,
-							formats: ['srt'],
-							binaryPropertyName: 'data',
-						},
-						credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
-					},
-					// As the templates store captions: a file per job (appended: a job reported twice would show).
-					{
-						id: 'burst-captions-write',
-						name: 'Write SRT',
-						type: 'n8n-nodes-base.readWriteFile',
-						typeVersion: 1,
-						position: [220, 0],
-						parameters: {
-							operation: 'write',
-							fileName: `=${captionsTo}/{{ $json.id }}.srt`,
-							dataPropertyName: 'data',
-							options: { append: true },
-						},
-					},
-				),
-			)}`,
+			`--input=${tempJson('burst-captions.json', [
+				captions(BURST_CAPTIONS_WORKFLOW, CAPTIONS_WEBHOOK_ID, CREDENTIAL_ID),
+				captions(BURST_DERIVED_WORKFLOW, DERIVED_WEBHOOK_ID, DERIVED_CREDENTIAL_ID),
+			])}`,
 		]);
 	}
 	if (n8n.install.version.startsWith('2.')) {
@@ -181,7 +212,7 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 		BURST_TRIGGER_WORKFLOW,
 		BURST_WEBHOOK_WORKFLOW,
 		BURST_WEBHOOK_V1_WORKFLOW,
-		...(captions ? [BURST_CAPTIONS_WORKFLOW] : []),
+		...(captions ? [BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW] : []),
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
 	await api.waitFor('the burst webhooks', async () =>
@@ -190,19 +221,22 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 			: undefined,
 	);
 	if (captions)
-		await api.waitFor('the captions burst webhook', async () =>
-			(await n8n.post(`/webhook/${CAPTIONS_WEBHOOK_ID}/captioning?token=${TOKEN}`, {})).status ===
-			400
-				? true
-				: undefined,
-		);
+		for (const target of ['triggerCaptions', 'triggerDerived'] as const)
+			await api.waitFor(`the ${target} burst webhook`, async () =>
+				(await n8n.post(TARGETS[target].path, {})).status === 400 ? true : undefined,
+			);
 	for (const path of [WEBHOOK_PATH, WEBHOOK_V1_PATH])
 		await api.waitFor("the Webhook node's webhook", async () =>
 			(await n8n.post(`/webhook/${path}`, { warmUp: true })).status === 200 ? true : undefined,
 		);
 }
 
-export type BurstTarget = 'trigger' | 'triggerCaptions' | 'webhookNode' | 'webhookNodeV1';
+export type BurstTarget =
+	| 'trigger'
+	| 'triggerCaptions'
+	| 'triggerDerived'
+	| 'webhookNode'
+	| 'webhookNodeV1';
 
 export interface BurstResult {
 	target: BurstTarget;
@@ -245,6 +279,10 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 		workflowId: BURST_CAPTIONS_WORKFLOW,
 		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning?token=${TOKEN}`,
 	},
+	triggerDerived: {
+		workflowId: BURST_DERIVED_WORKFLOW,
+		path: `/webhook/${DERIVED_WEBHOOK_ID}/captioning?token=${derivedToken('sk_sandbox_full_7f3a9c2e5b8d1f4a')}`,
+	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },
 };
@@ -278,16 +316,24 @@ export async function prepareBurst(
 }
 
 /**
- * Completes `count` jobs ordered with the target's URL within `windowMs`, events delivered twice, 10
- * reads/s. `among`: the jobs are prepared (prepareBurst) and the caller has set the limits and
- * cleared the ledger, since other work runs at the same time.
+ * Completes `count` jobs ordered with the target's URL within `windowMs`, at 10 reads/s. Each event
+ * is delivered once (as the interface promises); `duplicate` sends a second copy, `attempts` tries a
+ * failed delivery again, `leadMs` sends each event that long before reads show its job completed.
+ * `among`: the jobs are prepared (prepareBurst) and the caller has set the limits and cleared the
+ * ledger, since other work runs at the same time.
  */
 export async function fireBurst(
 	n8n: N8n,
 	sb: Sandbox,
 	target: BurstTarget,
 	count: number,
-	options: { windowMs?: number; among?: string[]; attempts?: number } = {},
+	options: {
+		windowMs?: number;
+		among?: string[];
+		attempts?: number;
+		duplicate?: boolean;
+		leadMs?: number;
+	} = {},
 ): Promise<BurstResult> {
 	const api = executionsApi(() => n8n);
 	const { workflowId } = TARGETS[target];
@@ -305,7 +351,11 @@ export async function fireBurst(
 		sb.resetLedger();
 		sb.setRateLimits({ readPerSecond: 10 });
 	}
-	sb.setWebhook({ duplicate: true, attempts: options.attempts ?? 3 });
+	sb.setWebhook({
+		duplicate: options.duplicate ?? false,
+		attempts: options.attempts ?? 1,
+		leadMs: options.leadMs ?? 0,
+	});
 	const started = Date.now();
 	try {
 		for (const id of ids) {
@@ -324,7 +374,7 @@ export async function fireBurst(
 			.catch(() => undefined);
 	} finally {
 		if (!options.among) sb.setRateLimits({});
-		sb.setWebhook({ duplicate: false, attempts: 3 });
+		sb.setWebhook({ duplicate: false, attempts: 1, leadMs: 0 });
 	}
 	const totalMs = Date.now() - started;
 	// Until n8n has started no execution for 3 s (n8n's Webhook node starts one per delivery, the

@@ -77,6 +77,6 @@ export async function killMidBurst(n8n: N8n, sb: Sandbox, count: number): Promis
 			ranTwiceAnsweredBeforeKill: ranTwice.filter((id) => answeredBefore.has(id)),
 		};
 	} finally {
-		sb.setWebhook({ attempts: 3 });
+		sb.setWebhook({ attempts: 1 });
 	}
 }

@@ -17,7 +17,7 @@ import { readJob } from '../transport/jobs';
 import { presignGet } from '../transport/s3';
 import { withoutToken } from '../transport/secrets';
 import { serviceOf } from '../transport/service';
-import { explainConflict, isConflict, maybeOrdered, notFound } from './refusals';
+import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
 import type { OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
@@ -93,11 +93,36 @@ function replayOf(job: Job, order: Order): Placed {
 	};
 }
 
-/** A Captioning Trigger's URL (its path ends in /captioning) carries the credentials' Webhook Secret Token. */
-function withWebhookToken(body: CreateJobBody, token: string | undefined): void {
-	if (!body.webhook_url || !token) return;
+/**
+ * n8n's own webhook address, origin and path prefix (`https://n8n.example.com/`): what stands before
+ * `webhook-waiting/<execution id>` in `$execution.resumeUrl`, as before `webhook/<id>/captioning`
+ * in a trigger's URL (both are n8n's WEBHOOK_URL).
+ */
+function ownWebhookBase(ctx: IExecuteFunctions, i: number): string | undefined {
+	try {
+		const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
+		return `${resume.origin}${resume.pathname.split('/').slice(0, -2).join('/')}/`;
+	} catch {
+		return undefined;
+	}
+}
+
+/**
+ * A Captioning Trigger's URL on this n8n (its own webhook address, then `webhook/<id>/captioning`)
+ * carries the credentials' Webhook Secret Token; a URL anywhere else never does.
+ */
+function withWebhookToken(ctx: IExecuteFunctions, i: number, body: CreateJobBody, token: string) {
+	if (!body.webhook_url?.includes('/captioning')) return;
 	const url = new URL(body.webhook_url);
-	if (!url.pathname.endsWith('/captioning') || url.searchParams.has('token')) return;
+	const base = ownWebhookBase(ctx, i);
+	const address = `${url.origin}${url.pathname}`;
+	const ours =
+		base !== undefined &&
+		address.startsWith(base) &&
+		/^[^/]+\/[^/]+\/captioning$/.test(address.slice(base.length)) &&
+		url.username === '' &&
+		url.password === '';
+	if (!ours || url.searchParams.has('token')) return;
 	url.searchParams.set('token', token);
 	body.webhook_url = url.toString();
 }
@@ -116,7 +141,7 @@ async function bodyOf(
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
 	const { identity, webhookToken } = await serviceOf(ctx, i);
-	withWebhookToken(body, webhookToken);
+	withWebhookToken(ctx, i, body, webhookToken);
 	if (tag) {
 		const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 		if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
@@ -170,13 +195,15 @@ async function placeKeyed(
 		orders.notSent(hint);
 		throw error as NodeApiError;
 	}
-	let unanswered = false;
+	let unknown = false;
 	try {
-		return await post(ctx, i, body, key, () => (unanswered = true));
+		return await post(ctx, i, body, key, () => (unknown = true));
 	} catch (error) {
-		// Every attempt refused (the service's answer taken at its word) or never sent (the batch
-		// stopped first, the host unreachable): nothing was ordered. A 409 names an earlier order.
-		if (!unanswered && !isConflict(error)) orders.notSent(hint);
+		// Every attempt refused in so many words (a 4xx, 429 or 503) or never sent (the batch stopped
+		// first, the host unreachable): nothing was ordered. Any other outcome may be a placed order,
+		// and its hint stays, so that a repeat looks for it first. A 409 names an earlier order.
+		if (!unknown && !isConflict(error)) orders.notSent(hint);
+		if (unknown && !isConflict(error)) throw mayBePlaced(error);
 		if (!isConflict(error)) throw error as NodeApiError;
 		// The key's earlier order differs from this body only in what this execution has (its On
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
@@ -196,14 +223,14 @@ async function post(
 	i: number,
 	body: CreateJobBody,
 	key: string,
-	onUnanswered?: () => void,
+	onUnknownOutcome?: () => void,
 ): Promise<Placed> {
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			idempotencyKey: key,
 			itemIndex: i,
-			onUnanswered,
+			onUnknownOutcome,
 		});
 		return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 	} catch (error) {
@@ -213,7 +240,7 @@ async function post(
 			throw error as NodeApiError;
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
-		const placed = await post(ctx, i, { ...body, metadata }, key, onUnanswered);
+		const placed = await post(ctx, i, { ...body, metadata }, key, onUnknownOutcome);
 		tagRefused((await serviceOf(ctx, i)).identity, Object.keys(body.metadata!).length);
 		return placed;
 	}

@@ -11,24 +11,39 @@ import { ORDER_TAG } from './keys';
 import { PAGE_SIZE } from '../transport/jobs';
 import { refuse } from '../transport/errors';
 
-/** Whether the service answered (an HTTP status): n8n names a network failure's code as httpCode too. */
-function answered(error: unknown): boolean {
-	return error instanceof NodeApiError && /^\d{3}$/.test(String(error.httpCode ?? ''));
+/**
+ * Whether the service refused in so many words: an HTTP status other than 500, 502 or 504, which do
+ * not say whether the job was created (n8n names a network failure's code as httpCode too).
+ */
+function refused(error: unknown): boolean {
+	const status = String((error as NodeApiError).httpCode ?? '');
+	return /^\d{3}$/.test(status) && !(status[0] === '5' && status !== '503');
 }
 
 /**
- * An order without a key that got no answer may have been placed: it is not sent again (that could
- * pay twice), and the error says how to find the job.
+ * A keyed order none of whose attempts was refused may have been placed: the error says so, and
+ * that a repeat looks for it before it orders.
+ */
+export function mayBePlaced(error: unknown): unknown {
+	if (!(error instanceof NodeApiError)) return error;
+	error.description =
+		`${error.description ?? ''} No answer said the order was refused, so it may have been placed: a job may exist and be charged. A repeat (Retry, a new run) looks for it first and never pays twice; where it is not found, the repeat stops and names it.`.trim();
+	return error;
+}
+
+/**
+ * An order without a key whose outcome is unknown (no answer, or a 500, 502 or 504) may have been
+ * placed: it is not sent again (that could pay twice), and the error says how to find the job.
  */
 export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
-	if (!(error instanceof NodeApiError) || answered(error)) return error;
+	if (!(error instanceof NodeApiError) || refused(error)) return error;
 	const named = [
 		body.title ? `the title "${body.title}"` : '',
 		body.metadata && Object.keys(body.metadata).length > 0
 			? `the metadata ${JSON.stringify(body.metadata)}`
 			: '',
 	].filter(Boolean);
-	error.description = `No answer came, so the order may have reached the service: a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
+	error.description = `No answer said the order was refused, so it may have reached the service: a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
 	return error;
 }
 

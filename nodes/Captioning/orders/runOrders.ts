@@ -11,7 +11,7 @@ import type { CreateJobBody, Job } from '../model/types';
 import { DEFAULT_CONCURRENCY, RunConcurrency, runConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
 import type { S3Access, S3Object } from '../transport/s3Addresses';
-import { SentBefore } from './sentBefore';
+import { ProcessedStore } from '../transport/processedStore';
 
 /**
  * How far back a repeat looks for its earlier order: the newest LOOKUP_PAGES pages of the job list
@@ -44,7 +44,7 @@ export interface Placed {
 
 /** What the orders of one node run share: the hints, the lookups, the files read, the orders under way. */
 export class RunOrders {
-	private readonly sentBefore: SentBefore | undefined;
+	private readonly sentBefore: ProcessedStore | undefined;
 	/** The orders of this run by tag: equal orders of a batch share the first one's job. */
 	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: ReturnType<typeof jobScan> | undefined;
@@ -53,7 +53,7 @@ export class RunOrders {
 	private readonly wholeFileSlot: RunConcurrency;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
-		this.sentBefore = SentBefore.of(ctx);
+		this.sentBefore = ProcessedStore.of(ctx);
 		this.wholeFileSlot = new RunConcurrency(1, ctx.getExecutionCancelSignal());
 	}
 

@@ -30,9 +30,15 @@ export interface ApiRequestOptions {
 	/** Which waiting request goes first under the key's rate limits (default: normal). */
 	priority?: Priority;
 	retry?: Partial<RetryPolicy>;
-	/** Hears of each attempt that may have reached the service and got no answer (a reset, a timeout). */
-	onUnanswered?: () => void;
+	/**
+	 * Hears of each attempt whose outcome is unknown: it may have reached the service, and no answer
+	 * said it was refused (a 500, 502 or 504, a reset, a timeout).
+	 */
+	onUnknownOutcome?: () => void;
 }
+
+/** Answers that do not say whether the request was carried out (shared/DESIGN.md: 500, 502, 504). */
+const unknownOutcome = (status: number) => status >= 500 && status !== 503;
 
 /** Failures of a connection that never reached the host: nothing was sent. */
 const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
@@ -85,9 +91,14 @@ export async function apiRequest<T>(
 				headers: { ...headers },
 			});
 			// Heard before the caller sees the outcome (the first reaction to the attempt).
-			attempt.catch((error: unknown) => {
-				if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onUnanswered?.();
-			});
+			attempt.then(
+				(response: IN8nHttpFullResponse) => {
+					if (unknownOutcome(response.statusCode)) options.onUnknownOutcome?.();
+				},
+				(error: unknown) => {
+					if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onUnknownOutcome?.();
+				},
+			);
 			return (await attempt) as IN8nHttpFullResponse;
 		},
 	);

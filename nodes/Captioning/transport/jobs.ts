@@ -9,15 +9,9 @@ import { apiRequest } from './index';
 /** Jobs a page of the list holds: the most `limit` may ask for (shared/DESIGN.md, read endpoints). */
 export const PAGE_SIZE = 100;
 
-/** Requests a read may still make (a trigger's reads for strangers): each request takes one. */
-export type ReadBudget = { left: number };
-
-/** Takes one request from the budget, if one is left (always, without a budget). */
-const spend = (budget?: ReadBudget) => !budget || (budget.left > 0 && budget.left-- > 0);
-
 /** What a read passes on to apiRequest. */
 type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'position' | 'priority' | 'retry'>;
-type PageOptions = ReadRequest & { max?: number; budget?: ReadBudget };
+type PageOptions = ReadRequest & { max?: number };
 
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
 export async function readJob(
@@ -30,17 +24,17 @@ export async function readJob(
 
 /**
  * The job list (GET /jobs, newest first), page after page, following `starting_after` while
- * `has_more`, the budget lasts and fewer than `max` jobs were read (a page asks only for what is left).
+ * `has_more` and fewer than `max` jobs were read (a page asks only for what is left).
  * A caller stops reading by leaving the loop.
  */
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	{ max = Infinity, budget, ...request }: PageOptions = {},
+	{ max = Infinity, ...request }: PageOptions = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
-	while (read < max && spend(budget)) {
+	while (read < max) {
 		const qs: IDataObject = { ...filters, limit: Math.min(PAGE_SIZE, max - read) };
 		if (startingAfter) qs.starting_after = startingAfter;
 		const { body } = await apiRequest<JobList>(ctx, 'GET', '/jobs', { ...request, qs });
@@ -67,8 +61,6 @@ export interface ReadOptions extends Pick<ReadRequest, 'position' | 'priority' |
 	seen?: (job: Job) => void;
 	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */
 	maxPages?: number;
-	/** Requests this read may still make: at 0, the jobs not read are left out of the answer. */
-	budget?: ReadBudget;
 }
 
 /**
@@ -82,7 +74,7 @@ export async function readJobsSettled(
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	options: ReadOptions = {},
 ): Promise<Map<string, Job | Error>> {
-	const { seen, maxPages, budget, ...request } = options;
+	const { seen, maxPages, ...request } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -90,7 +82,7 @@ export async function readJobsSettled(
 		const pagesAllowed = maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, { ...request, budget })) {
+			for await (const page of jobPages(ctx, {}, request)) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -112,11 +104,9 @@ export async function readJobsSettled(
 		}
 	}
 	await Promise.all(
-		[...unseen]
-			.filter(() => spend(budget))
-			.map(async (id) =>
-				read.set(id, await readJob(ctx, id, request).catch((error: Error) => error)),
-			),
+		[...unseen].map(async (id) =>
+			read.set(id, await readJob(ctx, id, request).catch((error: Error) => error)),
+		),
 	);
 	return read;
 }

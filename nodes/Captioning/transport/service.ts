@@ -6,7 +6,7 @@ import type {
 	IPollFunctions,
 	IWebhookFunctions,
 } from 'n8n-workflow';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 
 import type { KeyRateLimits } from './rateLimits';
 import { rateLimitsFor } from './rateLimits';
@@ -35,8 +35,29 @@ export interface Service {
 	identity: string;
 	/** Looked up at each use: a run that outlives an idle limiter shares the one that replaced it. */
 	readonly rateLimits: KeyRateLimits;
-	/** The Webhook Secret Token a Captioning Trigger's deliveries carry, if set. */
+	/** The Webhook Secret Token: the credentials' own, or (left empty) one derived from the API key. */
+	webhookToken: string;
+	/** The tokens a Captioning Trigger takes: this one and the previous one (see `previousToken`). */
+	acceptedTokens: string[];
+}
+
+/** The token derived from an API key: the same for every credential with that key, and no key in it. */
+const tokenOf = (apiKey: string) =>
+	createHmac('sha256', apiKey).update('captioning webhook token').digest('base64url').slice(0, 32);
+
+/**
+ * The token before the current one, taken too so that the events of jobs ordered before a change
+ * start their runs: the Previous Webhook Secret Token, or where it is empty and a token is set, the
+ * one derived from the API key (the token in use before one was set).
+ */
+function previousToken(credentials: {
+	apiKey?: string;
 	webhookToken?: string;
+	previousWebhookToken?: string;
+}): string | undefined {
+	const previous = String(credentials.previousWebhookToken ?? '');
+	if (previous) return previous;
+	return credentials.webhookToken ? tokenOf(String(credentials.apiKey ?? '')) : undefined;
 }
 
 const services = new WeakMap<object, Map<number, Promise<Service>>>();
@@ -63,6 +84,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		apiKey?: string;
 		baseUrl?: string;
 		webhookToken?: string;
+		previousWebhookToken?: string;
 	}>(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
 	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1'))
@@ -75,7 +97,9 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const identity = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
-	const webhookToken = String(credentials.webhookToken ?? '') || undefined;
+	const webhookToken =
+		String(credentials.webhookToken ?? '') || tokenOf(String(credentials.apiKey ?? ''));
+	const previous = previousToken(credentials);
 	return {
 		baseUrl,
 		identity,
@@ -83,6 +107,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 			return rateLimitsFor(identity);
 		},
 		webhookToken,
+		acceptedTokens: previous ? [webhookToken, previous] : [webhookToken],
 	};
 }
 

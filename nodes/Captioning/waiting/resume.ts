@@ -11,11 +11,12 @@ import type {
 } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
-import { answerRefusal, backsUp, comeBack, respond } from '../events/verify';
+import { backsUp, respond } from '../events/verify';
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal, webhookOwnPath } from '../model/events';
 import type { Job } from '../model/types';
 import { jobPages, readJob } from '../transport/jobs';
+import { sleep } from '../transport/sleep';
 import { itemsOf } from './webhook';
 
 /** Whether a job was ordered with this execution's URL (compared by its own path: execution and node). */
@@ -93,12 +94,64 @@ function outputOf(read: ReadBack, event: CaptioningEvent): INodeExecutionData[] 
 		});
 }
 
+/** What an event does to its execution, as the jobs read now show it. */
+type Outcome =
+	| { kind: 'resume'; output: INodeExecutionData[] }
+	/** Another job of the batch is still open: its own event resumes the execution. */
+	| { kind: 'sleepOn' }
+	/** The event's job, or the batch, does not show final yet (or could not be read): read again. */
+	| { kind: 'notYet'; why: string }
+	| { kind: 'refused'; error: string };
+
+async function outcomeOf(
+	ctx: IWebhookFunctions,
+	event: CaptioningEvent,
+	path: string,
+): Promise<Outcome> {
+	let read: ReadBack;
+	let own: Job | undefined;
+	try {
+		const open = await openJobOf(ctx, path);
+		if (open?.id === event.data.id)
+			return { kind: 'notYet', why: `the job's status is ${open.status}` };
+		if (open) return { kind: 'sleepOn' };
+		read = await readBatch(ctx, path);
+		// A job of the batch still open (on a later page of its list, or it moved on since): its own
+		// event resumes the execution.
+		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
+		if (stillOpen && stillOpen.id !== event.data.id) return { kind: 'sleepOn' };
+		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
+		own ??= orderedHereOrNot(await readJob(ctx, event.data.id, { priority: 'high' }), path);
+	} catch (error) {
+		if (!(error instanceof NodeApiError && error.httpCode === '404'))
+			return { kind: 'notYet', why: `the jobs could not be read (${(error as Error).message})` };
+		own = undefined;
+	}
+	if (!own)
+		return { kind: 'refused', error: `job ${event.data.id} is not one this execution waits for` };
+	const checked = backsUp(ctx, event, own);
+	if ('error' in checked)
+		return checked.status === 503
+			? { kind: 'notYet', why: checked.error }
+			: { kind: 'refused', error: checked.error };
+	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
+		return { kind: 'notYet', why: 'the jobs of this execution do not all show yet' };
+	return { kind: 'resume', output: outputOf(read!, event) };
+}
+
+/** How long an event waits in its request for reads to show what it reports (it may come first). */
+const RESUME_WAIT_MS = 2 * 60000;
+
 /**
  * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
- * URL. While a job ordered with this execution's URL is open, the event is answered and the
- * execution sleeps on (a read or two an event, whatever the batch's size); once none is, the batch
- * is read back, the event's job must back it up (in the workspace, with the status the event says,
- * ordered with this URL), and the execution resumes with the jobs, paired with their items.
+ * URL. While a job ordered with this execution's URL is open, the event is taken and the execution
+ * sleeps on (a read or two an event, whatever the batch's size); once none is, the batch is read
+ * back, the event's job must back it up (in the workspace, with the status the event says, ordered
+ * with this URL), and the execution resumes with the jobs, paired with their items. An event that
+ * comes before reads show its job final waits in its request and reads again, 1 s, 2 s, 4 s… apart,
+ * for up to 2 minutes: the service may not deliver it again. n8n answers a resume once it
+ * has resumed the execution (when the last events arrive at once, one resumes it and n8n answers
+ * the others 500: their news is handed on all the same).
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
@@ -106,50 +159,16 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
 	const path = webhookOwnPath(this.getRequestObject().originalUrl);
-	let read: ReadBack;
-	let own: Job | undefined;
-	try {
-		const open = await openJobOf(this, path);
-		if (open?.id === event.data.id) {
-			// Its own job is not final yet as the API shows it: the service is asked to deliver it again.
-			return comeBack(
-				this,
-				`Not yet: the event says ${event.type} but the job's status is ${open.status}; deliver the event again later.`,
-			);
-		}
-		if (open) return { webhookResponse: { received: true, resumed: false } };
-		read = await readBatch(this, path);
-		// A job of the batch still open (on a later page of its list, or it moved on since): its own
-		// event resumes the execution.
-		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
-		if (stillOpen && stillOpen.id !== event.data.id)
+	const until = Date.now() + RESUME_WAIT_MS;
+	for (let delay = 1000; ; delay = Math.min(delay * 2, 10000)) {
+		const outcome = await outcomeOf(this, event, path);
+		if (outcome.kind === 'resume') return { workflowData: [outcome.output] };
+		if (outcome.kind === 'refused')
+			return respond(this, 403, { error: `Event refused: ${outcome.error}.` });
+		if (outcome.kind === 'sleepOn' || Date.now() + delay > until)
 			return { webhookResponse: { received: true, resumed: false } };
-		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
-		own ??= orderedHereOrNot(await readJob(this, event.data.id, { priority: 'high' }), path);
-	} catch (error) {
-		if (error instanceof NodeApiError && error.httpCode === '404') own = undefined;
-		else
-			return comeBack(
-				this,
-				`The jobs could not be read (${(error as Error).message}); deliver the event again later.`,
-			);
+		await sleep(delay);
 	}
-	if (!own) {
-		return respond(this, 403, {
-			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
-		});
-	}
-	const checked = backsUp(this, event, own);
-	if ('error' in checked) return answerRefusal(this, checked);
-	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
-		return comeBack(
-			this,
-			'The jobs of this execution do not all show yet; deliver the event again later.',
-		);
-	// Answered before n8n resumes: when the last events arrive at once, each sees the batch complete,
-	// n8n resumes the execution once and would answer the others 500 though they were handled.
-	respond(this, 200, { received: true, resumed: true });
-	return { noWebhookResponse: true, workflowData: [outputOf(read!, event)] };
 }
 
 /** The job if it was ordered with this execution's URL. */
