@@ -7,8 +7,8 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
-import { signedHeaders } from '../nodes/Captioning/transport/s3';
-import { bucketUrl, s3AccessOf, serviceUrl } from '../nodes/Captioning/transport/s3Addresses';
+import { signedHeaders } from '../nodes/Captioning/s3/signing';
+import { bucketUrl, s3AccessOf, serviceUrl } from '../nodes/Captioning/s3/addresses';
 
 /** The credential test's listing: under a prefix no one uses, so it reads no object's name. */
 const TEST_LISTING = '?list-type=2&max-keys=1&prefix=n8n-credential-test';

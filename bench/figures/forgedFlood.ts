@@ -17,7 +17,7 @@ const BATCH = 100;
 const READS_PER_SECOND = 10;
 const FLOOD_PER_SECOND = 50;
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60);
-/** The batch starts this long into the flood, when the trigger's reads for strangers are spent. */
+/** The batch starts this long into the flood. */
 const BATCH_AFTER_MS = 5000;
 
 const reads = (sb: Sandbox) =>

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
-import { signedHeaders } from '../../nodes/Captioning/transport/s3';
+import { signedHeaders } from '../../nodes/Captioning/s3/signing';
 import { runCaptioning } from '../../test/helpers/captioning';
 import type { Sandbox } from '../../test/helpers/sandbox';
 import type { Section } from '../support';

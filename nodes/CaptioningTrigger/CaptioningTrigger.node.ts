@@ -159,7 +159,7 @@ async function checked(
 	if (job.status !== status) {
 		if (job.status === 'completed' || job.status === 'cancelled') return undefined;
 		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} does not show ${status} yet`, {
-			description: `Event ${String(posted.event_id)} reports ${type}, but after ${readBackLimits.statusWaitMs / 60000} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
+			description: `Event ${String(posted.event_id)} reports ${type}, but after ${Math.round(readBackLimits.statusWaitMs / 60000)} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
 		});
 	}
 	if (verify && destinationProblem(job, `/${ctx.getNode().webhookId ?? ''}/captioning`))

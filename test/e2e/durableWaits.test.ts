@@ -28,6 +28,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		restart: urls('restart', 3),
 		race: urls('race', 4),
 		ahead: urls('ahead', 5),
+		kill: urls('kill', 2),
 		timeout: urls('timeout', 2),
 		equalHook: equal('equal-hook'),
 		equalPoll: equal('equal-poll'),
@@ -65,6 +66,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		'wfBatchWaitBoot',
 		'wfBatchWaitRace',
 		'wfBatchWaitAhead',
+		'wfBatchWaitKill',
 		'wfBatchWaitTime',
 		'wfEqualRowsHook',
 		'wfEqualRowsPoll',
@@ -99,6 +101,10 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 			await n8n.cli([
 				'import:workflow',
 				`--input=${batchWaitWorkflow('wfBatchWaitAhead', 'batch-wait-ahead', lists.ahead, 30, CREDENTIAL_ID)}`,
+			]);
+			await n8n.cli([
+				'import:workflow',
+				`--input=${batchWaitWorkflow('wfBatchWaitKill', 'batch-wait-kill', lists.kill, 30, CREDENTIAL_ID)}`,
 			]);
 			await n8n.cli([
 				'import:workflow',
@@ -235,6 +241,32 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 				.map((d) => d.status)
 				.join(', ')}; 1 resume`,
 		);
+	}, 300000);
+
+	test('n8n killed right after it answered the event that resumed the execution: the execution is not left waiting (it ended with the jobs, or it is crashed, for its Retry)', async () => {
+		const waiting = await startWaiting('wfBatchWaitKill', 'batch-wait-kill', lists.kill);
+		const jobs = jobsOf(lists.kill);
+		sb.completeJob(jobs[0].id);
+		await sb.settleDeliveries();
+		sb.completeJob(jobs[1].id);
+		await waitFor('the last event answered', async () =>
+			deliveries(lists.kill).every((d) => d.status !== null) && deliveries(lists.kill).length === 2
+				? true
+				: undefined,
+		);
+		await n8n.kill();
+		await n8n.start();
+		const done = await finished('wfBatchWaitKill', waiting.id);
+		console.log(
+			`n8n ${version}: killed right after the resume was answered (${deliveries(lists.kill)
+				.map((d) => d.status)
+				.join(', ')}): the execution ${done.status}`,
+		);
+		expect(['success', 'crashed']).toContain(done.status);
+		if (done.status === 'success') {
+			const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+			expect(next.map((i) => i.json.status)).toEqual(['completed', 'completed']);
+		}
 	}, 300000);
 
 	test("Timeout with no event: the next node gets the node's input items, as after n8n's Wait node", async () => {

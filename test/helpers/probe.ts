@@ -8,7 +8,7 @@ import type {
 	INodeTypeDescription,
 	JsonObject,
 } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
+import { NodeApiError, UserError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
 import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
@@ -22,8 +22,8 @@ export const FAST_RETRY: Partial<RetryPolicy> = { baseDelayMs: 20, maxDelayMs: 1
 /**
  * Failures as n8n's request helpers throw them, read in n8n's source: `reset-1x` is n8n 1.122.5's
  * httpRequestWithAuthentication after a connection reset (a NodeApiError that kept only the code,
- * as httpCode, and no cause); `refused-2x` is n8n 2.41.1's refusal by its SSRF protection (marked
- * non-retryable by n8n's backend-network package), wrapped the same way.
+ * as httpCode, and no cause); `refused-2x` is n8n 2.41.1's refusal by its SSRF protection (a UserError), wrapped
+ * the same way.
  */
 function failureOf(ctx: IExecuteFunctions, shape: string): Error {
 	if (shape === 'reset-1x') {
@@ -39,11 +39,9 @@ function failureOf(ctx: IExecuteFunctions, shape: string): Error {
 			message: 'Cannot read the proxy settings',
 		} as unknown as JsonObject);
 	}
-	const ssrf = Object.assign(
-		new Error('The request was blocked because it resolves to a restricted IP address'),
-		{
-			[Symbol.for('n8n.backend-network.non-retryable-error')]: true,
-		},
+	// As n8n 2.41.1's SsrfBlockedIpError: a UserError of n8n-workflow's.
+	const ssrf = new UserError(
+		'The request was blocked because it resolves to a restricted IP address',
 	);
 	return new NodeApiError(ctx.getNode(), ssrf as unknown as JsonObject);
 }

@@ -22,7 +22,7 @@ function files(dir: string, ext = /\.(ts|js)$/): string[] {
 const FLOORS: Array<[RegExp, number, string]> = [
 	[/^nodes\/Captioning\/model\//, 0, "the service's model"],
 	[/^nodes\/Captioning\/transport\//, 1, 'transport'],
-	[/^nodes\/Captioning\/(media|captions|listing)\//, 2, 'media, captions, listing'],
+	[/^nodes\/Captioning\/(media|s3|captions|listing)\//, 2, 'media, s3, captions, listing'],
 	[/^nodes\/Captioning\/(orders|events)\//, 3, 'orders, events'],
 	[/^nodes\/Captioning\/waiting\//, 4, 'waiting'],
 	[/^nodes\/Captioning\/actions\//, 5, 'actions'],
@@ -112,7 +112,7 @@ test('the triggers never load the order engine, a waiter or the actions', () => 
 		'nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.ts',
 	]) {
 		const loaded = [...closure(trigger)].filter((file) =>
-			/^nodes\/Captioning\/(orders|waiting|actions|media)\//.test(file),
+			/^nodes\/Captioning\/(orders|waiting|actions|media|s3)\//.test(file),
 		);
 		expect({ trigger, loaded }).toEqual({ trigger, loaded: [] });
 	}

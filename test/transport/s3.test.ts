@@ -13,15 +13,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 
-import { presignGet, signedHeaders } from '../../nodes/Captioning/transport/s3';
-import type { S3Access, S3Object } from '../../nodes/Captioning/transport/s3Addresses';
+import { presignGet, signedHeaders } from '../../nodes/Captioning/s3/signing';
+import type { S3Access, S3Object } from '../../nodes/Captioning/s3/addresses';
 import {
 	bucketUrl,
 	objectUrl,
 	parseS3Uri,
 	serviceUrl,
 	withoutQuery,
-} from '../../nodes/Captioning/transport/s3Addresses';
+} from '../../nodes/Captioning/s3/addresses';
 import type { S3Server } from '../helpers/s3Bucket';
 import { startS3 } from '../helpers/s3Bucket';
 

@@ -8,7 +8,7 @@ import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { CreateJobBody, Job } from '../model/types';
-import { s3Uri } from '../transport/s3Addresses';
+import { s3Uri } from '../s3/addresses';
 import { OPTION_FIELDS } from './body';
 import type { Order } from './runOrders';
 

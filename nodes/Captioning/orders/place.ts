@@ -14,7 +14,7 @@ import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
 import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
-import { presignGet } from '../transport/s3';
+import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
 import { serviceOf } from '../transport/service';
 import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';

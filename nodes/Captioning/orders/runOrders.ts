@@ -6,11 +6,11 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
-import type { CheckedObject } from '../media/s3Object';
+import type { CheckedObject } from '../s3/object';
 import type { CreateJobBody, Job } from '../model/types';
 import { DEFAULT_CONCURRENCY, RunConcurrency, runConcurrency } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
-import type { S3Access, S3Object } from '../transport/s3Addresses';
+import type { S3Access, S3Object } from '../s3/addresses';
 import { ProcessedStore } from '../transport/processedStore';
 
 /**

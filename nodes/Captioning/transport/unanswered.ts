@@ -2,6 +2,7 @@
 // refused, n8n's own policy, or an error of n8n's own (none of them tried again). Each becomes one
 // NodeApiError in words, looked up through the wrappers n8n puts around the HTTP client's errors.
 import type { IDataObject, INode, NodeApiError } from 'n8n-workflow';
+import { UserError } from 'n8n-workflow';
 
 import { apiError } from './errors';
 import { withoutSignatures } from './secrets';
@@ -57,14 +58,9 @@ export function networkCodeOf(cause: unknown): string | undefined {
 		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
 }
 
-// n8n 2.x's mark on what its own policy refused to send (`@n8n/backend-network`): the one thing the
-// package reads of n8n beyond its public node interface. If n8n drops it, such a refusal is retried
-// as a network failure, with the same Idempotency-Key (test/e2e/networkFaults.test.ts).
-const REFUSED_BY_N8N = Symbol.for('n8n.backend-network.non-retryable-error');
-
-/** Whether n8n refused to send the request (the mark, on the error or one it wraps). */
+/** Whether n8n refused to send the request: a user's error of n8n's (its SSRF policy, n8n 2.x), here or wrapped. */
 export const refusedByN8n = (cause: unknown) =>
-	chain(cause).some((level) => (level as Record<symbol, unknown>)[REFUSED_BY_N8N] === true);
+	chain(cause).some((level) => level instanceof UserError);
 
 /** What a certificate the TLS connection refused is, by Node's code for it. */
 const CERTIFICATE_WORDS: Record<string, string> = {

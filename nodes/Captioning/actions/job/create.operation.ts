@@ -18,9 +18,9 @@ import type { Order } from '../../orders/runOrders';
 import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
-import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../media/s3Object';
+import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
 import { refuse } from '../../transport/errors';
-import { s3Uri } from '../../transport/s3Addresses';
+import { s3Uri } from '../../s3/addresses';
 import {
 	batchUrl,
 	inPlaceReason,

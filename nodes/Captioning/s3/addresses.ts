@@ -1,7 +1,7 @@
 // Where an S3 object lives: the host, path and style (virtual-hosted or path) the AWS SDK would
 // address it by, for AWS's partitions and S3-compatible stores. Checked against @aws-sdk/client-s3
 // 3.1164.0 byte for byte (test/transport/s3.test.ts).
-import { httpUrl } from './service';
+import { httpUrl } from '../transport/service';
 
 export interface S3Access {
 	accessKeyId: string;

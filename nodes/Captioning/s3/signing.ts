@@ -4,8 +4,8 @@
 // same signatures. Where an object lives: s3Addresses.ts.
 import { createHash, createHmac } from 'node:crypto';
 
-import type { S3Access, S3Object } from './s3Addresses';
-import { bucketBase, keyPath, uriEncode, withoutQuery } from './s3Addresses';
+import type { S3Access, S3Object } from './addresses';
+import { bucketBase, keyPath, uriEncode, withoutQuery } from './addresses';
 
 /** SHA-256 of an empty body: what the SDK's S3 client signs and sends for bodiless requests. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';

@@ -4,14 +4,13 @@
 import type { IExecuteFunctions, IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
-import type { S3Access, S3Object } from '../transport/s3Addresses';
-import { objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl } from '../transport/s3Addresses';
-import { signedHeaders } from '../transport/s3';
+import type { S3Access, S3Object } from './addresses';
+import { objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl } from './addresses';
 import { header, refuse } from '../transport/errors';
 import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
-import { explainS3 } from './s3Answers';
+import { explainS3 } from './answers';
 
 /**
  * Link Valid For: a day by default (see the field's description). At most 167 hours: the link is
@@ -92,8 +91,8 @@ const NETWORK_WORDS: Record<string, string> = {
 };
 
 /**
- * The object's HEAD, signed when each attempt is sent (a signature is valid for 15 minutes), with
- * the transport's retries (network errors and 5xx, S3's 503 SlowDown among them): the answer,
+ * The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
+ * transport's retries (network errors and 5xx, S3's 503 SlowDown among them): the answer,
  * whatever its status below 500. No answer after the retries is refused in words.
  */
 async function headObject(
@@ -114,10 +113,9 @@ async function headObject(
 				keep: (status) => status < 500,
 			},
 			async () =>
-				(await ctx.helpers.httpRequest({
+				(await ctx.helpers.httpRequestWithAuthentication.call(ctx, 'captioningS3Api', {
 					method: 'HEAD',
 					url,
-					headers: signedHeaders(access, 'HEAD', url, new Date()),
 					returnFullResponse: true,
 					ignoreHttpStatusErrors: true,
 					disableFollowRedirect: true,
