@@ -721,26 +721,28 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 					: undefined,
 			);
 
-			// An event before the job is final, as the API shows it: asked to come back, still waiting.
+			// An event before the job is final, as the API shows it: it waits in its request, the
+			// execution still waiting, until the job shows completed; then it (or the job's own event)
+			// resumes the execution.
 			const resume = new URL(String(job.body.webhook_url));
-			const early = await n8n.post(`${resume.pathname}${resume.search}`, {
+			const early = n8n.post(`${resume.pathname}${resume.search}`, {
 				id: 'evt_town_hall_early',
 				object: 'event',
 				type: 'job.completed',
 				created_at: new Date().toISOString(),
 				data: { ...sb.job(job.id), status: 'completed' },
 			});
-			expect(early.status).toBe(503);
-			expect(early.headers['retry-after']).toBe('10');
+			await new Promise((r) => setTimeout(r, 2000));
 			expect((await executions('wfOrderOnEvent01')).find((e) => e.id === waiting.id)?.status).toBe(
 				'waiting',
 			);
-
 			sb.completeJob(job.id);
 			await sb.settleDeliveries();
-			expect(sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status)).toContain(
-				200,
-			);
+			const answers = [
+				(await early).status,
+				...sb.ledger.deliveries.filter((d) => d.jobId === job.id).map((d) => d.status),
+			];
+			expect(answers).toContain(200);
 			await waitFor(async () =>
 				existsSync(path.join(work, 'captions', 'Town Hall.srt')) ? true : undefined,
 			);
