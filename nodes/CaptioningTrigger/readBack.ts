@@ -45,8 +45,8 @@ const readers = new Map<string, Reader>();
 function readerOf(ctx: IExecuteFunctions): Reader {
 	const now = Date.now();
 	for (const [key, r] of readers) {
-		for (const [id, kept] of r.recent) {
-			if (r.recent.size <= readBackLimits.recentJobs && now - kept.at <= readBackLimits.recentMs)
+		for (const [id, shown] of r.recent) {
+			if (r.recent.size <= readBackLimits.recentJobs && now - shown.at <= readBackLimits.recentMs)
 				break;
 			r.recent.delete(id);
 		}
@@ -64,9 +64,9 @@ function readerOf(ctx: IExecuteFunctions): Reader {
 
 /** A final job with this status that a recent read showed. */
 function recentWith(reader: Reader, id: string, status: Job['status']): Job | undefined {
-	const kept = reader.recent.get(id);
-	return kept && kept.job.status === status && Date.now() - kept.at <= readBackLimits.recentMs
-		? kept.job
+	const shown = reader.recent.get(id);
+	return shown && shown.job.status === status && Date.now() - shown.at <= readBackLimits.recentMs
+		? shown.job
 		: undefined;
 }
 
@@ -124,8 +124,8 @@ export async function readUntilShown(
 	status: Job['status'],
 ): Promise<Job | Error> {
 	const reader = readerOf(ctx);
-	const kept = recentWith(reader, job.id, status);
-	if (kept) return kept;
+	const recent = recentWith(reader, job.id, status);
+	if (recent) return recent;
 	const until = Date.now() + readBackLimits.statusWaitMs;
 	for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
 		const read = await readTogether(ctx, job);

@@ -131,15 +131,15 @@ function segmentsOf(
 	const segments = (doc as { segments?: unknown }).segments;
 	if (!Array.isArray(segments))
 		return { json: { caption_json: doc as IDataObject }, truncated: false };
-	const kept: IDataObject[] = [];
+	const within: IDataObject[] = [];
 	let size = 0;
 	for (const segment of segments as IDataObject[]) {
 		size += JSON.stringify(segment).length;
 		if (size > captionLimits.textChars)
-			return { json: { caption_segments: kept }, truncated: true };
-		kept.push(segment);
+			return { json: { caption_segments: within }, truncated: true };
+		within.push(segment);
 	}
-	return { json: { caption_segments: kept }, truncated: false };
+	return { json: { caption_segments: within }, truncated: false };
 }
 
 /** A file name from the job title: what the service uses as the download name, made safe for disks. */

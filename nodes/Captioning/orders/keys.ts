@@ -72,13 +72,13 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 	}
 	if (order.s3)
 		Object.assign(rest, { s3: order.s3.checked!.url, version: order.s3.checked!.version });
-	const identity = canonicalJson(rest);
+	const orderJson = canonicalJson(rest);
 	const node = ctx.getNode();
 	const key =
 		order.idempotency === 'custom'
 			? order.customKey!
-			: `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, identity].join('\n')).slice(0, 48)}`;
-	const tag = sha256(`${key}\n${identity}`).slice(0, 40);
+			: `n8n-${sha256([ctx.getWorkflow().id ?? '', node.id ?? node.name, orderJson].join('\n')).slice(0, 48)}`;
+	const tag = sha256(`${key}\n${orderJson}`).slice(0, 40);
 	const media = order.s3
 		? s3Uri(order.s3.object)
 		: order.file

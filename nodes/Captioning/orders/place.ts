@@ -24,7 +24,7 @@ import { namesOf, ORDER_TAG } from './keys';
 import { tagFits, tagRefused } from './metadataLimits';
 
 /** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
-function kept(ctx: IExecuteFunctions): {
+function retryContext(ctx: IExecuteFunctions): {
 	uploads: Record<string, string>;
 	digests: Record<string, string>;
 } {
@@ -55,7 +55,7 @@ interface ReadFile {
 /**
  * A file order's file, read within the run's Concurrency for files. Without a key it is uploaded
  * when the order is sent. With one, the size and first MiB, recorded in n8n's deduplication store
- * (a hint), tell a file never sent (uploaded at once, hashed on its way: one read) from one that
+ * (a mark), tell a file never sent (uploaded at once, hashed on its way: one read) from one that
  * may have been (hashed first, uploaded only if its order was never sent). A file with a
  * binary-store id is hashed once an execution.
  */
@@ -69,12 +69,12 @@ async function readFile(
 	const upload = async () =>
 		await orders.readingFile(i, file, async (reading) => (await uploadFile(ctx, reading, i)).id);
 	if (order.idempotency === 'none') return { upload };
-	const { digests } = kept(ctx);
+	const { digests } = retryContext(ctx);
 	const known = file.binaryId ? digests[file.binaryId] : undefined;
 	if (known) return { sha: known, upload };
 	const remember = (sha: string) => (file.binaryId ? (digests[file.binaryId] = sha) : sha);
 	return await orders.readingFile(i, file, async (reading) => {
-		if (await orders.maybeSent(`probe ${await fileProbe(reading)}`))
+		if (await orders.markSent(`probe ${await fileProbe(reading)}`))
 			return { sha: remember(await fileSha256(reading)), upload };
 		const hashing = hashingReads(reading);
 		const uploadId = (await uploadFile(ctx, hashing.file, i)).id;
@@ -128,14 +128,14 @@ function withWebhookToken(ctx: IExecuteFunctions, i: number, body: CreateJobBody
 }
 
 /**
- * The body to POST: tagged (with a key), its upload (this execution's, kept under `keptAs` for a
+ * The body to POST: tagged (with a key), its upload (this execution's, saved under `savedAs` for a
  * Retry, or a new one), its S3 link, a Captioning Trigger's token.
  */
 async function bodyOf(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
-	keptAs: string,
+	savedAs: string,
 	file?: ReadFile,
 	tag?: string,
 ): Promise<CreateJobBody> {
@@ -146,7 +146,8 @@ async function bodyOf(
 		const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 		if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
 	}
-	if (file) body.upload_id = kept(ctx).uploads[keptAs] ??= file.uploadId ?? (await file.upload());
+	if (file)
+		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
 	if (order.s3) body.media_url = signedLink(order);
 	return body;
 }
@@ -181,9 +182,9 @@ async function placeKeyed(
 	{ key, tag, matches, named, media, custom }: OrderNames,
 	file?: ReadFile,
 ): Promise<Placed> {
-	const thisOrder = (job: Job) => matches(job, kept(ctx).uploads[tag]);
-	const hint = `order ${tag}`;
-	if (await orders.maybeSent(hint)) {
+	const thisOrder = (job: Job) => matches(job, retryContext(ctx).uploads[tag]);
+	const mark = `order ${tag}`;
+	if (await orders.markSent(mark)) {
 		const earlier = await orders.earlier(thisOrder);
 		if (earlier) return replayOf(earlier, order);
 		throw notFound(ctx, i, named, tag);
@@ -192,7 +193,7 @@ async function placeKeyed(
 	try {
 		body = await bodyOf(ctx, i, order, tag, file, tag);
 	} catch (error) {
-		orders.notSent(hint);
+		orders.unmark(mark);
 		throw error as NodeApiError;
 	}
 	let unknown = false;
@@ -201,8 +202,8 @@ async function placeKeyed(
 	} catch (error) {
 		// Every attempt refused in so many words (a 4xx, 429 or 503) or never sent (the batch stopped
 		// first, the host unreachable): nothing was ordered. Any other outcome may be a placed order,
-		// and its hint stays, so that a repeat looks for it first. A 409 names an earlier order.
-		if (!unknown && !isConflict(error)) orders.notSent(hint);
+		// and its mark stays, so that a repeat looks for it first. A 409 names an earlier order.
+		if (!unknown && !isConflict(error)) orders.unmark(mark);
 		if (unknown && !isConflict(error)) throw mayBePlaced(error);
 		if (!isConflict(error)) throw error as NodeApiError;
 		// The key's earlier order differs from this body only in what this execution has (its On

@@ -58,7 +58,7 @@ const orderAgain =
 	'To order it again on purpose, set Idempotency to Custom Key with a key not used before (e.g. its file ID followed by -v2).';
 
 /**
- * A repeat whose earlier order was not found: this node may have placed it (its hint is in n8n's
+ * A repeat whose earlier order was not found: this node may have placed it (its mark is in n8n's
  * deduplication store), but it is not among the newest jobs read, so the node cannot tell, and
  * does not order again (the service keeps an Idempotency-Key only for a while).
  */

@@ -1,4 +1,4 @@
-// What the orders of one node run share: the hints of what this node may have sent before, the
+// What the orders of one node run share: the marks of what this node may have sent before, the
 // newest jobs of the workspace read for a repeat's lookup (one scan for the whole run),
 // Concurrency for the files it reads, and the orders under way, so that equal orders of a batch
 // are one POST.
@@ -42,9 +42,9 @@ export interface Placed {
 	elsewhere?: boolean;
 }
 
-/** What the orders of one node run share: the hints, the lookups, the files read, the orders under way. */
+/** What the orders of one node run share: the marks, the lookups, the files read, the orders under way. */
 export class RunOrders {
-	private readonly sentBefore: ProcessedStore | undefined;
+	private readonly store: ProcessedStore | undefined;
 	/** The orders of this run by tag: equal orders of a batch share the first one's job. */
 	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: ReturnType<typeof jobScan> | undefined;
@@ -53,7 +53,7 @@ export class RunOrders {
 	private readonly wholeFileSlot: RunConcurrency;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
-		this.sentBefore = ProcessedStore.of(ctx);
+		this.store = ProcessedStore.of(ctx);
 		this.wholeFileSlot = new RunConcurrency(1, ctx.getExecutionCancelSignal());
 	}
 
@@ -83,22 +83,22 @@ export class RunOrders {
 		}
 	}
 
-	/** Whether this node may have sent it (a tag, a file's probe) before: recorded now (one write). */
-	async maybeSent(hint: string): Promise<boolean> {
-		return this.sentBefore ? await this.sentBefore.record(hint) : true;
+	/** Marks that this node sends it (a tag, a file's probe) now; whether it was marked before (one write). */
+	async markSent(mark: string): Promise<boolean> {
+		return this.store ? await this.store.record(mark) : true;
 	}
 
 	/**
-	 * The hint of an order the service refused or that was never sent: a repeat is a first order
+	 * The mark of an order the service refused or that was never sent: a repeat is a first order
 	 * again. Removed while the item's error stops the batch (nothing else is sent meanwhile); the
-	 * run ends once it is done (`settled`). A removal that fails leaves the hint: a repeat then
+	 * run ends once it is done (`settled`). A removal that fails leaves the mark: a repeat then
 	 * looks first, and never pays twice.
 	 */
-	notSent(hint: string): void {
-		if (this.sentBefore) this.removals.push(this.sentBefore.remove(hint).catch(() => undefined));
+	unmark(mark: string): void {
+		if (this.store) this.removals.push(this.store.remove(mark).catch(() => undefined));
 	}
 
-	/** Once every hint removal of the run is done. */
+	/** Once every mark removal of the run is done. */
 	async settled(): Promise<void> {
 		await Promise.all(this.removals);
 	}

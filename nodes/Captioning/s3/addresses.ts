@@ -70,13 +70,13 @@ function virtualHostable(bucket: string): boolean {
  * certificate). With an IP endpoint and such a dotted name the SDK builds 'captioning.videos.
  * 127.0.0.1' and fails on it ('Invalid URL'); we go path-style there, which every store serves.
  */
-function virtualHosted(access: S3Access, s: Service, bucket: string): boolean {
+function virtualHosted(access: S3Access, s: S3Endpoint, bucket: string): boolean {
 	if (access.forcePathStyle || s.isIp) return false;
 	if (virtualHostable(bucket)) return true;
 	return s.protocol === 'http:' && bucket.split('.').every(virtualHostable);
 }
 
-interface Service {
+interface S3Endpoint {
 	/** 'http:' or 'https:' */
 	protocol: string;
 	/** Host and port as the URL has them: lower case, without a default port. */
@@ -87,7 +87,7 @@ interface Service {
 	isIp: boolean;
 }
 
-function service(access: S3Access): Service {
+function endpointOf(access: S3Access): S3Endpoint {
 	const endpoint = access.endpoint?.trim();
 	if (!endpoint) {
 		const region = access.region?.trim();
@@ -122,7 +122,7 @@ export function bucketBase(
 	access: S3Access,
 	bucket: string,
 ): { origin: string; host: string; path: string; virtual: boolean } {
-	const s = service(access);
+	const s = endpointOf(access);
 	if (virtualHosted(access, s, bucket)) {
 		const host = `${bucket}.${s.host}`;
 		return {
@@ -160,7 +160,7 @@ export function bucketUrl(access: S3Access, bucket: string): string {
 
 /** Where requests about no bucket go (ListBuckets): https://s3.<region>.amazonaws.com/ or the endpoint. */
 export function serviceUrl(access: S3Access): string {
-	const s = service(access);
+	const s = endpointOf(access);
 	return `${s.protocol}//${s.host}${s.path === '/' ? '/' : `${s.path}/`}`;
 }
 

@@ -253,23 +253,23 @@ export class KeyRateLimits {
 }
 
 /** The rate limits of each key and Base URL in this process, by a digest of both (never the key itself). */
-const kept = new Map<string, KeyRateLimits>();
+const byIdentity = new Map<string, KeyRateLimits>();
 
 export function rateLimitsFor(identity: string): KeyRateLimits {
 	const now = Date.now();
-	for (const [other, limits] of kept)
-		if (other !== identity && limits.forgettable(now)) kept.delete(other);
-	let limits = kept.get(identity);
-	if (!limits) kept.set(identity, (limits = new KeyRateLimits()));
+	for (const [other, limits] of byIdentity)
+		if (other !== identity && limits.forgettable(now)) byIdentity.delete(other);
+	let limits = byIdentity.get(identity);
+	if (!limits) byIdentity.set(identity, (limits = new KeyRateLimits()));
 	return limits;
 }
 
 /** How many this process keeps (what a test of forgetting counts). */
 export function rateLimitsKept(): number {
-	return kept.size;
+	return byIdentity.size;
 }
 
 /** Forgets what every limits learned (tests that change the service's limits between them). */
 export function forgetRateLimits(): void {
-	kept.clear();
+	byIdentity.clear();
 }

@@ -159,7 +159,7 @@ class Attempts {
 		const retryAfter = retryAfterMs(response);
 		// The key's rate limit holds every request for a 429's Retry-After, and for a 503's once the
 		// service is unavailable (rateLimits.ts); the request a 503 answered waits its own Retry-After.
-		const held = rateLimit?.observe(status, retryAfter) ?? true;
+		const mayGoAgain = rateLimit?.observe(status, retryAfter) ?? true;
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') => {
 			const e = serviceError(response);
@@ -172,7 +172,7 @@ class Attempts {
 		const retryable = status === 429 || status >= 500;
 		if (!retryable || (attempt >= policy.maxAttempts && !waitsOut)) throw fail();
 		if (!options.retryable) throw fail('once');
-		if ((status === 429 || status === 503) && !held) throw fail('asked');
+		if ((status === 429 || status === 503) && !mayGoAgain) throw fail('asked');
 		if (status === 429 && rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		const delay =
 			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
