@@ -69,6 +69,19 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		await sb?.close();
 	});
 
+	/** A job ordered straight at the service with the captions trigger's URL. */
+	async function orderOne(name: string): Promise<string> {
+		const res = await fetch(`${sb.baseUrl}/jobs`, {
+			method: 'POST',
+			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+			body: JSON.stringify({
+				media_url: `https://media.example.com/${name}.mp4`,
+				webhook_url: burstUrl(n8n, 'triggerCaptions'),
+			}),
+		});
+		return ((await res.json()) as { id: string }).id;
+	}
+
 	/** The jobs' SRT files equal the service's, each written once; the jobs whose SRT is missing. */
 	async function srtMissing(ids: string[]): Promise<string[]> {
 		const missing: string[] = [];
@@ -120,15 +133,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 	}, 600000);
 
 	test('the token rotated between an order and its event (the old one kept as previous): the event still starts its run', async () => {
-		const res = await fetch(`${sb.baseUrl}/jobs`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
-			body: JSON.stringify({
-				media_url: 'https://media.example.com/burst-rotated.mp4',
-				webhook_url: burstUrl(n8n, 'triggerCaptions'),
-			}),
-		});
-		const { id } = (await res.json()) as { id: string };
+		const id = await orderOne('burst-rotated');
 		await importBurstCredentials(n8n, sb, 'rotated-token');
 		try {
 			const since = await api.newestId();
@@ -147,15 +152,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 	}, 120000);
 
 	test('a caption download that fails after the answer: the run comes with captions_error', async () => {
-		const res = await fetch(`${sb.baseUrl}/jobs`, {
-			method: 'POST',
-			headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
-			body: JSON.stringify({
-				media_url: 'https://media.example.com/burst-failing-captions.mp4',
-				webhook_url: burstUrl(n8n, 'triggerCaptions'),
-			}),
-		});
-		const { id } = (await res.json()) as { id: string };
+		const id = await orderOne('burst-failing-captions');
 		const since = await api.newestId();
 		sb.resetLedger();
 		sb.injectFault('GET /jobs/{id}/captions', {
