@@ -101,6 +101,8 @@ export const burst600: Section = {
 				'Webhook node v2',
 			],
 		] as const) {
+			// BENCH_BURST600=lazy measures the lazy-isolate setting alone (the defaults' burst takes long).
+			if (process.env.BENCH_BURST600 === 'lazy' && suffix !== 'Lazy') continue;
 			log(`  ${label}:`);
 			const m = await measure(env, yardstick);
 			const ratio = round(m.burst.p95Ms / m.webhook.p95Ms);
