@@ -335,9 +335,15 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 	] as const)(
 		"a batch fails at its fourth order; n8n's Retry with %s: every item one job, one charge",
 		async (_name, workflowId, hook, list, loadWorkflow) => {
-			// From the fourth order on, the service answers 500 to every attempt (the node makes six), so the
-			// execution fails with three orders placed.
-			sb.injectFault('POST /jobs', { status: 500, after: 3, times: 1000 });
+			// From the fourth order on, the service refuses (402, no funds: no job made), so the execution
+			// fails with three orders placed. (A 500 may be a placed order: its repeat stops, naming it,
+			// test/node/payOnce.test.ts.)
+			sb.injectFault('POST /jobs', {
+				status: 402,
+				code: 'insufficient_funds',
+				after: 3,
+				times: 1000,
+			});
 			expect(await call(hook)).toBe(200);
 			const failed = await waitFor('the execution to fail', async () =>
 				(await executions(workflowId)).find((e) => e.status === 'error'),
