@@ -98,25 +98,25 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		return missing;
 	}
 
-	/** Fires the burst; every job one run with its SRT (on 1.x, less what n8n answered before storing). */
+	/**
+	 * Fires the burst; every job one run: its SRT (appended by each run) equals the service's. On 1.x,
+	 * less what n8n answered before storing. n8n's executions are counted for the log only.
+	 */
 	async function burstOf(target: BurstTarget, workflowId: string, count: number, leadMs = 0) {
 		const since = await api.newestId();
 		const burst = await fireBurst(n8n, sb, target, count, { leadMs });
 		await api.untilEnded(workflowId);
-		const runs = await api.jobsByExecution(workflowId, 'Job Event', since);
-		const ran = runs.flatMap((r) => r.jobs);
+		const runs = await api.jobsByExecution(workflowId, 'Job Event', since).catch(() => []);
 		const answered = burst.deliveries.filter((d) => d.status === 200).length;
 		const missing = await srtMissing(burst.ids);
 		console.log(
-			`n8n ${version}, ${target}: ${count} events delivered once${leadMs ? `, ${leadMs} ms ahead` : ''}: answers ${JSON.stringify(answers(burst))}, p95 answer ${burst.p95Ms} ms, ${burst.allReads} reads (${burst.allRefused} answered 429), ${runs.length} executions, ${ran.length} runs, ${missing.length} SRT missing, ${answered} answered 200`,
+			`n8n ${version}, ${target}: ${count} events delivered once${leadMs ? `, ${leadMs} ms ahead` : ''}: answers ${JSON.stringify(answers(burst))}, p95 answer ${burst.p95Ms} ms, ${burst.allReads} reads (${burst.allRefused} answered 429), ${runs.length} executions found, ${missing.length} SRT missing, ${answered} answered 200`,
 		);
-		expect(new Set(ran).size).toBe(ran.length);
 		if (version.startsWith('2.')) {
 			expect(answered).toBe(count);
-			expect(ran.sort()).toEqual([...burst.ids].sort());
 			expect(missing).toEqual([]);
 		} else {
-			expect(missing.length).toBeLessThanOrEqual(count - answered + (count - ran.length));
+			expect(missing.length).toBeLessThanOrEqual(count - answered);
 		}
 	}
 
@@ -136,15 +136,12 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		const id = await orderOne('burst-rotated');
 		await importBurstCredentials(n8n, sb, 'rotated-token');
 		try {
-			const since = await api.newestId();
 			sb.completeJob(id);
 			await sb.settleDeliveries();
 			expect(sb.ledger.deliveries.filter((d) => d.jobId === id).map((d) => d.status)).toEqual([
 				200,
 			]);
 			await api.untilEnded(BURST_CAPTIONS_WORKFLOW);
-			const runs = await api.jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
-			expect(runs.flatMap((r) => r.jobs)).toEqual([id]);
 			expect(await srtMissing([id])).toEqual([]);
 		} finally {
 			await importBurstCredentials(n8n, sb);
@@ -164,7 +161,9 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		await sb.settleDeliveries();
 		expect(sb.ledger.deliveries.map((d) => d.status)).toEqual([200]);
 		await api.untilEnded(BURST_CAPTIONS_WORKFLOW);
-		const [run] = await api.jobsByExecution(BURST_CAPTIONS_WORKFLOW, 'Job Event', since);
+		// The newest execution of the workflow (n8n lists newest first) is this event's.
+		const [run] = await api.executions(BURST_CAPTIONS_WORKFLOW);
+		expect(Number(run.id)).toBeGreaterThan(since);
 		const [item] = (await api.runDataOf(run.id))['Job Event'][0].data!.main![0]!;
 		expect(item.json).toMatchObject({
 			id,
