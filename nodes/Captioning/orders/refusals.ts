@@ -10,6 +10,7 @@ import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
 import { PAGE_SIZE } from '../transport/jobs';
 import { refuse } from '../transport/errors';
+import { unknownOutcome } from '../transport';
 
 /**
  * Whether the service refused in so many words: an HTTP status other than 500, 502 or 504, which do
@@ -17,7 +18,7 @@ import { refuse } from '../transport/errors';
  */
 function refused(error: unknown): boolean {
 	const status = String((error as NodeApiError).httpCode ?? '');
-	return /^\d{3}$/.test(status) && !(status[0] === '5' && status !== '503');
+	return /^\d{3}$/.test(status) && !unknownOutcome(Number(status));
 }
 
 /**

@@ -38,7 +38,7 @@ export interface ApiRequestOptions {
 }
 
 /** Answers that do not say whether the request was carried out (shared/DESIGN.md: 500, 502, 504). */
-const unknownOutcome = (status: number) => status >= 500 && status !== 503;
+export const unknownOutcome = (status: number) => status >= 500 && status !== 503;
 
 /** Failures of a connection that never reached the host: nothing was sent. */
 const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
