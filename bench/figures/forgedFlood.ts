@@ -4,7 +4,6 @@
 import { Agent, request } from 'undici';
 
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
-import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 import { serveTrigger } from '../../test/engine/servedTrigger';
 import { forgedEvent, orderDirectly, runCaptioning } from '../../test/helpers/captioning';
 import { tlsPair } from '../../test/helpers/https';
@@ -24,7 +23,6 @@ const reads = (sb: Sandbox) =>
 	sb.ledger.requests.filter((r) => r.route === 'GET /jobs' || r.route === 'GET /jobs/{id}').length;
 
 async function timedBatch(sb: Sandbox, ids: string[]): Promise<number> {
-	forgetRateLimits();
 	const started = process.hrtime.bigint();
 	const run = await runCaptioning(
 		sb,

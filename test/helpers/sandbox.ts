@@ -1,6 +1,4 @@
 // Typed access to the sandbox (plain JavaScript, a dev tool) for the tests.
-import { forgetMetadataLimits } from '../../nodes/Captioning/orders/metadataLimits';
-import { forgetRateLimits } from '../../nodes/Captioning/transport/rateLimits';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const server = require('../../sandbox/server') as {
@@ -154,8 +152,8 @@ export const createSandbox = server.createSandbox;
 
 /**
  * One sandbox for a test file: started before its tests, closed after them, and set back to a
- * quiet state (empty ledger, no faults or limits, manual job clock, captions on the API host,
- * the paces of its keys forgotten) before each test. `use` receives it once started.
+ * quiet state (empty ledger, no faults or limits, manual job clock, captions on the API host)
+ * before each test. `use` receives it once started.
  */
 export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}): void {
 	let sandbox: Sandbox;
@@ -172,8 +170,5 @@ export function useSandbox(use: (sandbox: Sandbox) => void, options: object = {}
 		sandbox.setLatency(0);
 		sandbox.setCaptionsOn('api');
 		sandbox.setCreationTime(null);
-		// Each test starts with the service's limits unknown, as a fresh n8n process would.
-		forgetRateLimits();
-		forgetMetadataLimits();
 	});
 }

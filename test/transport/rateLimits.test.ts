@@ -2,9 +2,7 @@
 // that use the same key at once share what the service allows, whichever node or trigger sends.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 
-import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
-import { serveTrigger } from '../engine/servedTrigger';
-import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
+import { MEDIA, runCaptioning } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
@@ -74,47 +72,6 @@ test('two processes on one workspace (as two queue-mode workers: two paces, no m
 	// The share refused and the time against the limit's floor are printed by the queue suite.
 	expect(sb.ledger.jobs).toHaveLength(80);
 	expect(sb.ledger.charges).toHaveLength(80);
-}, 60000);
-
-test("a trigger's verification read (a delivery with the Webhook Secret Token) goes before caption downloads waiting in the key's pace", async () => {
-	const trigger = await serveTrigger({
-		nodeType: new CaptioningTrigger(),
-		typeName: 'captioningTrigger',
-		parameters: {
-			events: ['job.completed'],
-			verify: true,
-			attachCaptions: true,
-			formats: ['srt'],
-			binaryPropertyName: 'data',
-		},
-		credentials: {
-			captioningApi: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: 'tok' },
-		},
-	});
-	const url = `${trigger.url}?token=tok`;
-	try {
-		const ids: string[] = [];
-		for (let n = 0; n < 60; n++)
-			ids.push(await orderDirectly(sb, { media_url: `${MEDIA}?n=${n}`, webhook_url: url }));
-		const late = await orderDirectly(sb, { media_url: `${MEDIA}?late`, webhook_url: url });
-		sb.setRateLimits({ readPerSecond: 10 });
-		for (const id of ids) sb.completeJob(id);
-		await sb.settleDeliveries();
-		// Sixty downloads (their executions') wait in the key's read pace when the last job completes.
-		sb.completeJob(late);
-		await sb.settleDeliveries();
-		const answered = sb.ledger.deliveries.find((d) => d.jobId === late)!;
-		await trigger.idle();
-		const downloads = sb.ledger.captionDownloads.filter((d) => ids.includes(d.jobId));
-		expect(downloads).toHaveLength(60);
-		// Its read went ahead of the downloads queued before it: most of them came after it.
-		expect(answered.status).toBe(200);
-		const lateRead = sb.ledger.requests.find((r) => r.path.endsWith(`/jobs/${late}`))!;
-		expect(downloads.filter((d) => d.at > lateRead.at).length).toBeGreaterThanOrEqual(30);
-		expect(trigger.executions).toHaveLength(61);
-	} finally {
-		await trigger.close();
-	}
 }, 60000);
 
 test('requests to the same service with another key are paced apart: a hold of one key does not hold the other', async () => {

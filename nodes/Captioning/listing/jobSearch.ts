@@ -24,7 +24,7 @@ export async function searchJobs(
 	const qs: IDataObject = { limit: PAGE_SIZE };
 	if (paginationToken) qs.starting_after = paginationToken;
 	// Someone waits in the editor: ahead of workflows' background reads under the key's rate limits.
-	const { body } = await apiRequest<JobList>(this, 'GET', '/jobs', { qs, priority: 'high' });
+	const { body } = await apiRequest<JobList>(this, 'GET', '/jobs', { qs });
 	const search = filter?.trim().toLowerCase();
 	const jobs = search ? body.data.filter((job) => matches(job, search)) : body.data;
 	return {

@@ -28,8 +28,3 @@ export function tagRefused(identity: string, keys: number): void {
 	refused.set(identity, { keys: fewest, until: Date.now() + HOLD_MS });
 	if (refused.size > MAX_KEPT) refused.delete(refused.keys().next().value!);
 }
-
-/** Forgets every refusal (tests: each starts as a fresh n8n process would). */
-export function forgetMetadataLimits(): void {
-	refused.clear();
-}

@@ -1,7 +1,6 @@
 // A node run's Concurrency (Batching → Concurrency): at most that many of its requests under way,
 // the lowest item first, all refused once the run has stopped. Every request of the run also takes
 // its turn under the key's rate limits (rateLimits.ts).
-import { takeFirst } from './queue';
 import { sleep } from './sleep';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
@@ -17,7 +16,6 @@ export class BatchStopped extends Error {
 interface Waiter {
 	/** Its position among the run's requests (the item index): the lowest first. */
 	rank: number;
-	seq: number;
 	resolve: () => void;
 	reject: (error: Error) => void;
 }
@@ -26,7 +24,6 @@ interface Waiter {
 export class RunConcurrency {
 	private active = 0;
 	private readonly waiters: Waiter[] = [];
-	private seq = 0;
 	private readonly stopping = new AbortController();
 
 	/** `cancel`: the execution's cancel signal; a cancelled run stops as a failed batch does. */
@@ -47,7 +44,7 @@ export class RunConcurrency {
 			this.active += 1;
 		} else {
 			await new Promise<void>((resolve, reject) =>
-				this.waiters.push({ rank: position, seq: this.seq++, resolve, reject }),
+				this.waiters.push({ rank: position, resolve, reject }),
 			);
 		}
 		let released = false;
@@ -69,7 +66,12 @@ export class RunConcurrency {
 
 	private grant(): void {
 		while (this.waiters.length > 0 && this.active < this.concurrency) {
-			const waiter = takeFirst(this.waiters);
+			// The lowest position first; among equals, the one that came first.
+			const first = this.waiters.reduce(
+				(best, w, i) => (w.rank < this.waiters[best].rank ? i : best),
+				0,
+			);
+			const [waiter] = this.waiters.splice(first, 1);
 			this.active += 1;
 			waiter.resolve();
 		}

@@ -92,7 +92,7 @@ async function bytesUpTo(
 /**
  * Downloads a captions link, as listed by the service on the job read through the API (never a
  * link from a posted event). The API key goes only to URLs under the Base URL, where the download
- * counts against the key's reads (at `low` priority by default, after verifications and orders);
+ * counts against the key's reads;
  * any other http(s) link is fetched without it; other schemes are refused. Redirects are followed
  * hop by hop (at most MAX_REDIRECTS), each hop judged afresh: one that stays under the Base URL
  * keeps the key, one that leaves it goes without, as n8n's HTTP Request does from version 4.4 on.
@@ -182,7 +182,6 @@ async function fetchOnce(
 		{
 			retryable: true,
 			rateLimit: withKey ? rateLimits.read : undefined,
-			priority: 'low',
 			target,
 			itemIndex: options.itemIndex,
 			retry: options.retry,

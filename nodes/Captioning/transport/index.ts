@@ -7,7 +7,6 @@ import type {
 	IN8nHttpFullResponse,
 } from 'n8n-workflow';
 
-import type { Priority } from './rateLimits';
 import type { RetryPolicy } from './retries';
 import { cancelSignal, sendWithRetries } from './retries';
 import type { ApiContext } from './service';
@@ -27,8 +26,6 @@ export interface ApiRequestOptions {
 	itemIndex?: number;
 	/** Its position among the node run's requests (default: the item index). */
 	position?: number;
-	/** Which waiting request goes first under the key's rate limits (default: normal). */
-	priority?: Priority;
 	retry?: Partial<RetryPolicy>;
 	/**
 	 * Hears of each attempt whose outcome is unknown: it may have reached the service, and no answer
@@ -78,7 +75,6 @@ export async function apiRequest<T>(
 		{
 			retryable,
 			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
-			priority: options.priority,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,
 			position: options.position,

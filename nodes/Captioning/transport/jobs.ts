@@ -10,7 +10,7 @@ import { apiRequest } from './index';
 export const PAGE_SIZE = 100;
 
 /** What a read passes on to apiRequest. */
-type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'position' | 'priority' | 'retry'>;
+type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'position' | 'retry'>;
 type PageOptions = ReadRequest & { max?: number };
 
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
@@ -56,7 +56,7 @@ export async function listJobs(
 	return jobs;
 }
 
-export interface ReadOptions extends Pick<ReadRequest, 'position' | 'priority' | 'retry'> {
+export interface ReadOptions extends Pick<ReadRequest, 'position' | 'retry'> {
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
 	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */

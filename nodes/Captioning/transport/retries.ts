@@ -19,8 +19,8 @@ import {
 	notSentError,
 	refusedByN8n,
 } from './unanswered';
-import type { Priority, RateLimit } from './rateLimits';
-import { rateLimitSettings, ServiceAskedToWait, WaitedTooLong } from './rateLimits';
+import type { RateLimit } from './rateLimits';
+import { rateLimitSettings, WaitedTooLong } from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
@@ -46,8 +46,6 @@ export interface SendOptions {
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
 	rateLimit?: RateLimit;
-	/** Which waiting request goes first under the key's rate limits (default: normal). */
-	priority?: Priority;
 	/** Its position among the node run's requests: lower goes first (default: the item index). */
 	position?: number;
 	/** Names the target in network errors: never a URL with a signature in it. */
@@ -77,15 +75,11 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
 	return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-/** Requests in the order they came: a request keeps its number across its attempts. */
-let requests = 0;
-
 /** One request's attempts: what each waits for, and what decides whether there is another. */
 class Attempts {
 	readonly policy: RetryPolicy;
 	readonly cancel: AbortSignal | undefined;
 	private readonly concurrency;
-	private readonly number = ++requests;
 	private readonly since = Date.now();
 
 	constructor(
@@ -109,8 +103,6 @@ class Attempts {
 			// The execution's cancel signal and the run's stop: either ends a wait for a turn.
 			const signals = [this.cancel, concurrency?.stopSignal].filter((s) => s !== undefined);
 			const done = await options.rateLimit.turn(
-				options.priority ?? 'normal',
-				this.number,
 				this.policy.maxTurnWaitMs,
 				AbortSignal.any(signals),
 			);
@@ -149,17 +141,15 @@ class Attempts {
 	}
 
 	/**
-	 * After an answer: the key's rate limit learns from it; then undefined for a 2xx, the wait before
-	 * the next attempt (0 when the key's rate limit holds it), or the error to throw.
+	 * After an answer: undefined for one to keep (2xx), the wait before the next attempt (0 when the
+	 * key's rate limit holds it), or the error to throw.
 	 */
 	afterAnswer(response: IN8nHttpFullResponse, attempt: number): number | undefined {
 		const { ctx, options, policy } = this;
-		const { rateLimit } = options;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		// The key's rate limit holds every request for a 429's Retry-After, and for a 503's once the
-		// service is unavailable (rateLimits.ts); the request a 503 answered waits its own Retry-After.
-		const mayGoAgain = rateLimit?.observe(status, retryAfter) ?? true;
+		// A 429 holds the key's limit for every request (rateLimits.ts).
+		options.rateLimit?.observe(status, retryAfter);
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') => {
 			const e = serviceError(response);
@@ -167,16 +157,15 @@ class Attempts {
 		};
 		const waitsOut =
 			status === 429 &&
-			rateLimit?.kind === 'write' &&
+			options.rateLimit?.kind === 'write' &&
 			Date.now() - this.since < policy.maxTurnWaitMs;
-		const retryable = status === 429 || status >= 500;
-		if (!retryable || (attempt >= policy.maxAttempts && !waitsOut)) throw fail();
+		if (status !== 429 && status < 500) throw fail();
+		if (attempt >= policy.maxAttempts && !waitsOut) throw fail();
 		if (!options.retryable) throw fail('once');
-		if ((status === 429 || status === 503) && !mayGoAgain) throw fail('asked');
-		if (status === 429 && rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		const delay =
 			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
 		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');
+		if (status === 429 && options.rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
 		return delay + Math.random() * Math.min(250, policy.baseDelayMs);
 	}
@@ -214,10 +203,8 @@ export async function sendWithRetries(
 /** A request that waited for its turn under the key's rate limits and was not sent: what to do about it. */
 function notSentInTime(ctx: ApiContext, waited: unknown, itemIndex?: number): NodeOperationError {
 	const description =
-		waited instanceof ServiceAskedToWait
-			? 'The service limits how fast one API key may read and one workspace may write, and asked for a longer pause than the node waits. Nothing was sent, so nothing was ordered or charged.'
-			: waited instanceof WaitedTooLong
-				? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
-				: undefined;
+		waited instanceof WaitedTooLong
+			? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+			: undefined;
 	return new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex, description });
 }

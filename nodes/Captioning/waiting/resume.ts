@@ -34,7 +34,7 @@ const OPEN_LISTS_KEPT = 1000;
 async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
 	const first = openListOf.get(path) ?? 'processing';
 	for (const status of [first, first === 'queued' ? 'processing' : 'queued'] as const) {
-		for await (const page of jobPages(ctx, { status }, { priority: 'high' })) {
+		for await (const page of jobPages(ctx, { status })) {
 			const open = page.find((job) => orderedHere(job, path));
 			if (open) {
 				openListOf.delete(path);
@@ -63,7 +63,7 @@ const complete = ({ byItem, of }: ReadBack) => of > 0 && byItem.size >= of;
 async function readBatch(ctx: IWebhookFunctions, path: string): Promise<ReadBack> {
 	const read: ReadBack = { byItem: new Map(), of: 0 };
 	let pages = 0;
-	for await (const page of jobPages(ctx, {}, { priority: 'high' })) {
+	for await (const page of jobPages(ctx)) {
 		for (const job of page.filter((j) => orderedHere(j, path))) {
 			const named = itemsOf(job.options?.webhook_url);
 			read.of ||= named.of;
@@ -121,7 +121,7 @@ async function outcomeOf(
 		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
 		if (stillOpen && stillOpen.id !== event.data.id) return { kind: 'sleepOn' };
 		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
-		own ??= orderedHereOrNot(await readJob(ctx, event.data.id, { priority: 'high' }), path);
+		own ??= orderedHereOrNot(await readJob(ctx, event.data.id), path);
 	} catch (error) {
 		if (!(error instanceof NodeApiError && error.httpCode === '404'))
 			return { kind: 'notYet', why: `the jobs could not be read (${(error as Error).message})` };
