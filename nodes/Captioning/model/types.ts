@@ -40,6 +40,10 @@ export function textFormatNames(): string {
 	return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
 
+/** An id as the service writes it (a job's, an upload's): a UUID. */
+export const UUID_PATTERN =
+	'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
 export const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 

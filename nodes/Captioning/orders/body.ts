@@ -5,11 +5,12 @@
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { CreateJobBody, Redactions } from '../model/types';
+import { UUID_PATTERN } from '../model/types';
 import { refuse } from '../transport/errors';
 import { withoutToken } from '../transport/secrets';
 
 const MAX_JSON_BODY = 64 * 1024;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const UUID = new RegExp(UUID_PATTERN);
 const MULTI_LINE = /[\r\n\u2028\u2029]/;
 
 export type JobSource = 'binary' | 'url' | 'upload' | 's3';

@@ -53,12 +53,6 @@ export function keyPath(key: string): string {
 	return key.split('/').map(uriEncode).join('/');
 }
 
-/** The URL without its query (and fragment): what may be shown or logged. */
-export function withoutQuery(url: string): string {
-	const end = url.search(/[?#]/);
-	return end === -1 ? url : url.slice(0, end);
-}
-
 /** A name that can be one DNS label of a bucket host: 3 to 63 lower-case letters, digits and hyphens, none at either end. */
 function virtualHostable(bucket: string): boolean {
 	return /^(?!-)(?!.*-$)[a-z0-9-]{3,63}$/.test(bucket);

@@ -5,7 +5,8 @@
 import { createHash, createHmac } from 'node:crypto';
 
 import type { S3Access, S3Object } from './addresses';
-import { bucketBase, keyPath, uriEncode, withoutQuery } from './addresses';
+import { withoutSignatures } from '../transport/secrets';
+import { bucketBase, keyPath, uriEncode } from './addresses';
 
 /** SHA-256 of an empty body: what the SDK's S3 client signs and sends for bodiless requests. */
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -100,7 +101,7 @@ export function presignGet(
 /** Splits a URL we built (or one like it) into host, raw path and raw query; no normalisation. */
 function splitUrl(url: string): { host: string; path: string; query: string } {
 	const match = /^(https?):\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
-	if (!match) throw new Error(`Not an http(s) URL: ${withoutQuery(url)}`);
+	if (!match) throw new Error(`Not an http(s) URL: ${withoutSignatures(url)}`);
 	const scheme = match[1].toLowerCase();
 	// The Host header fetch sends: lower case, no default port.
 	const host = match[2].toLowerCase().replace(scheme === 'https' ? /:443$/ : /:80$/, '');

@@ -2,9 +2,7 @@
 import type { IDataObject, INodeProperties } from 'n8n-workflow';
 
 import type { Job } from '../../model/types';
-
-/** A job ID as the service writes it: a UUID. */
-const JOB_ID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+import { UUID_PATTERN } from '../../model/types';
 
 export const jobIdField: INodeProperties = {
 	displayName: 'Job',
@@ -31,7 +29,7 @@ export const jobIdField: INodeProperties = {
 				{
 					type: 'regex',
 					properties: {
-						regex: JOB_ID,
+						regex: UUID_PATTERN,
 						errorMessage:
 							'Not a job ID: a job ID is a UUID, e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
 					},
