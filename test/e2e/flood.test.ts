@@ -1,6 +1,6 @@
-// The Captioning Polling Trigger under a flood, in real n8n (npm run test:e2e): 300 jobs finish at
+// The Captioning Polling Trigger under a flood, in real n8n (npm run test:e2e): 150 jobs finish at
 // once, the service allows 10 reads a second, Attach Captions downloads each job's SRT, and n8n polls
-// every 10 s: the downloads (30 s at the read limit, in the execution a poll starts) outlast the
+// every 10 s: the downloads (15 s at the read limit, in the execution a poll starts) outlast the
 // interval. Every job must be reported once and its SRT written once. Prints the list reads, each
 // reporting poll's reads, the longest idle time of the key while captions remained and the time
 // until the last job was reported (the bench holds their targets: they depend on the machine's
@@ -14,7 +14,7 @@ import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder } from '../real/instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
-const FLOOD = { jobs: 300, everySeconds: 10, readLimit: 10 };
+const FLOOD = { jobs: 150, everySeconds: 10, readLimit: 10 };
 
 describe.each(VERSIONS)('n8n %s: the polling trigger under a flood', (version) => {
 	let n8n: N8n;

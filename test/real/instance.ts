@@ -129,8 +129,12 @@ export const tempFolder = (prefix: string): string => {
 
 let packed: string | undefined;
 
-/** `npm pack` of this package (its prepack builds it), once per process. */
+/**
+ * `npm pack` of this package (its prepack builds it), once per process; the one
+ * CAPTIONING_PACKAGE_TGZ names when set (test/real/eachVersion.ts packs once for every version).
+ */
 export async function packPackage(): Promise<string> {
+	packed ??= process.env.CAPTIONING_PACKAGE_TGZ;
 	if (packed) return packed;
 	const out = tempFolder('captioning-pack-');
 	const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--silent'], {
