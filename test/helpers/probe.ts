@@ -13,7 +13,7 @@ import { createReadStream } from 'node:fs';
 
 import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
 import { listJobs } from '../../nodes/Captioning/transport/jobs';
-import { downloadFile, putUploadBytes } from '../../nodes/Captioning/transport/files';
+import { downloadFile, uploadFile } from '../../nodes/Captioning/transport/files';
 import type { RetryPolicy } from '../../nodes/Captioning/transport';
 
 /** Short waits for tests; the 5 s of 503 and Retry-After are kept unless a test overrides them. */
@@ -82,15 +82,19 @@ export const probe: INodeType = {
 				);
 				return [[{ json: { ids: jobs.map((j) => j.id) } }]];
 			}
-			case 'put': {
+			case 'upload': {
 				const file = p.file as string;
-				await putUploadBytes(this, {
-					uploadUrl: p.uploadUrl as string,
-					size: p.size as number,
-					open: async () => (file ? createReadStream(file) : Buffer.from(p.data as string)),
-					retry,
-				});
-				return [[{ json: { ok: true } }]];
+				const upload = await uploadFile(
+					this,
+					{
+						fileName: 'clip.bin',
+						mimeType: 'application/octet-stream',
+						size: p.size as number,
+						open: async () => (file ? createReadStream(file) : Buffer.from(p.data as string)),
+					},
+					0,
+				);
+				return [[{ json: { id: upload.id } }]];
 			}
 			case 'thrown': {
 				// A failure as n8n's request helpers hand it over, thrown by every attempt: `shape` says which.

@@ -8,7 +8,7 @@ import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
 import type { Sandbox } from '../helpers/sandbox';
 import { useSandbox } from '../helpers/sandbox';
-import { waitLimits } from '../../nodes/Captioning/waiting/poll';
+import { onFastClock, realWait } from '../helpers/clock';
 
 let sb: Sandbox;
 useSandbox((s) => (sb = s));
@@ -317,24 +317,23 @@ describe('waiting together (Wait for Completion: Poll)', () => {
 	});
 
 	test('every wait ends by its Timeout, also while a round waits for an answer that does not come', async () => {
-		const minute = waitLimits.minuteMs;
-		waitLimits.minuteMs = 1500;
 		try {
-			const run = runCaptioning(
-				sb,
-				create({ waitForCompletion: 'poll', pollInterval: 1, timeout: 1 }),
-				{ input: urls(2) },
-			);
-			while (sb.ledger.jobs.length < 2) await new Promise((r) => setTimeout(r, 10));
-			// From now on the service answers each request a minute late: the first round hangs.
-			sb.setLatency(60000);
-			const done = await run;
+			const done = await onFastClock(async () => {
+				const run = runCaptioning(
+					sb,
+					create({ waitForCompletion: 'poll', pollInterval: 1, timeout: 1 }),
+					{ input: urls(2) },
+				);
+				while (sb.ledger.jobs.length < 2) await realWait(10);
+				// From now on the service answers each request an hour late: the first round hangs.
+				sb.setLatency(3600000);
+				return await run;
+			});
 			expect(done.failure).toMatchObject({
 				message: expect.stringMatching(/did not finish within 1 minutes \(status queued\)/),
 			});
 			expect(sb.ledger.jobs).toHaveLength(2);
 		} finally {
-			waitLimits.minuteMs = minute;
 			sb.setLatency(0);
 		}
 	});
@@ -381,32 +380,26 @@ describe('waiting together (Wait for Completion: Poll)', () => {
 	});
 
 	test("a job that times out is that item's error; the others still come out", async () => {
-		const minute = waitLimits.minuteMs;
-		waitLimits.minuteMs = 3000;
-		try {
+		const done = await onFastClock(async () => {
 			const run = runCaptioning(
 				sb,
 				create({ waitForCompletion: 'poll', pollInterval: 1, timeout: 1 }),
 				{ input: urls(3), settings: { continueOnFail: true } },
 			);
-			while (sb.ledger.jobs.length < 3) await new Promise((r) => setTimeout(r, 10));
+			while (sb.ledger.jobs.length < 3) await realWait(10);
 			const [first, , third] = sb.ledger.jobs.map((j) => j.id);
 			sb.completeJob(first);
 			sb.cancelJob(third, 'unsupported_language');
-			const done = await run;
-			expect(done.items.map((i) => [i.pairedItem, i.json.status ?? i.json.error])).toEqual([
-				[{ item: 0 }, 'completed'],
-				[
-					{ item: 1 },
-					expect.stringMatching(
-						/^Job [0-9a-f-]+ did not finish within 1 minutes \(status queued\)$/,
-					),
-				],
-				[{ item: 2 }, 'cancelled'],
-			]);
-		} finally {
-			waitLimits.minuteMs = minute;
-		}
+			return await run;
+		});
+		expect(done.items.map((i) => [i.pairedItem, i.json.status ?? i.json.error])).toEqual([
+			[{ item: 0 }, 'completed'],
+			[
+				{ item: 1 },
+				expect.stringMatching(/^Job [0-9a-f-]+ did not finish within 1 minutes \(status queued\)$/),
+			],
+			[{ item: 2 }, 'cancelled'],
+		]);
 	});
 });
 

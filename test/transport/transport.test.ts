@@ -8,7 +8,6 @@ import type { NodeApiError } from 'n8n-workflow';
 
 import { node, runWorkflow } from '../engine/workflow';
 import { expiredTlsPair, httpReceiver, httpsReceiver, tlsServer } from '../helpers/https';
-import { downloadLimits } from '../../nodes/Captioning/transport/files';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
@@ -414,20 +413,9 @@ describe('files', () => {
 		const file = path.join(dir, 'clip.bin');
 		const data = Buffer.alloc(3 * 1024 * 1024 + 7, 7);
 		writeFileSync(file, data);
-		const upload = (await (
-			await fetch(`${sb.baseUrl}/uploads`, {
-				method: 'POST',
-				headers: { authorization: `Bearer ${sb.keys.full}` },
-			})
-		).json()) as { id: string; upload_url: string };
-		const { error } = await runProbe({
-			op: 'put',
-			uploadUrl: upload.upload_url,
-			size: data.length,
-			file,
-		});
+		const { json, error } = await runProbe({ op: 'upload', size: data.length, file });
 		expect(error).toBeUndefined();
-		const record = sb.ledger.uploads.find((u) => u.id === upload.id)!;
+		const record = sb.ledger.uploads.find((u) => u.id === json!.id)!;
 		expect(record).toMatchObject({
 			complete: true,
 			receivedBytes: data.length,
@@ -439,21 +427,10 @@ describe('files', () => {
 	});
 
 	test('a failed PUT is retried with the file opened afresh', async () => {
-		const upload = (await (
-			await fetch(`${sb.baseUrl}/uploads`, {
-				method: 'POST',
-				headers: { authorization: `Bearer ${sb.keys.full}` },
-			})
-		).json()) as { id: string; upload_url: string };
 		sb.injectFault('PUT /uploads', { status: 500 });
-		const { error } = await runProbe({
-			op: 'put',
-			uploadUrl: upload.upload_url,
-			size: 5,
-			data: 'hello',
-		});
+		const { json, error } = await runProbe({ op: 'upload', size: 5, data: 'hello' });
 		expect(error).toBeUndefined();
-		expect(sb.ledger.uploads.find((u) => u.id === upload.id)).toMatchObject({
+		expect(sb.ledger.uploads.find((u) => u.id === json!.id)).toMatchObject({
 			puts: 2,
 			complete: true,
 			receivedBytes: 5,
@@ -463,19 +440,8 @@ describe('files', () => {
 	test('a redirect from storage is not followed', async () => {
 		const elsewhere = await httpsReceiver();
 		try {
-			const upload = (await (
-				await fetch(`${sb.baseUrl}/uploads`, {
-					method: 'POST',
-					headers: { authorization: `Bearer ${sb.keys.full}` },
-				})
-			).json()) as { id: string; upload_url: string };
 			sb.injectFault('PUT /uploads', { kind: 'redirect', location: `${elsewhere.url}/steal` });
-			const { error } = await runProbe({
-				op: 'put',
-				uploadUrl: upload.upload_url,
-				size: 5,
-				data: 'hello',
-			});
+			const { error } = await runProbe({ op: 'upload', size: 5, data: 'hello' });
 			expect(error!.httpCode).toBe('307');
 			expect(error!.message).toBe(`Redirect to ${elsewhere.url}/steal not followed [HTTP 307]`);
 			expect(error!.description).toMatch(/does not follow/);
@@ -528,8 +494,6 @@ describe('files', () => {
 	});
 
 	test('a download past the cap fails naming the file and its size, and stops reading: a declared size at once, an endless body at the cap', async () => {
-		const cap = downloadLimits.bytes;
-		downloadLimits.bytes = 1024 * 1024;
 		const chunk = Buffer.alloc(64 * 1024, 'x');
 		let endless: { sent: number; closedEarly: boolean } | undefined;
 		const host = await httpReceiver((req, res) => {
@@ -553,18 +517,17 @@ describe('files', () => {
 		try {
 			const declared = await runProbe({ op: 'download', url: `${host.url}/declared` });
 			expect(declared.error!.message).toBe(
-				'The captions are 209,715,200 bytes or more, over the 1,048,576 bytes one download may hold, so they were not downloaded',
+				'The captions are 209,715,200 bytes or more, over the 52,428,800 bytes one download may hold, so they were not downloaded',
 			);
 			const { error } = await runProbe({ op: 'download', url: `${host.url}/endless` });
 			expect(error!.message).toMatch(
-				/^The captions are [\d,]+ bytes or more, over the 1,048,576 bytes one download may hold, so they were not downloaded$/,
+				/^The captions are [\d,]+ bytes or more, over the 52,428,800 bytes one download may hold, so they were not downloaded$/,
 			);
 			await new Promise((resolve) => setTimeout(resolve, 100));
 			// The sender was cut off long before its gigabyte: the bytes were never held.
 			expect(endless!.closedEarly).toBe(true);
 			expect(host.received).toHaveLength(2);
 		} finally {
-			downloadLimits.bytes = cap;
 			await host.close();
 		}
 	});

@@ -8,7 +8,7 @@ import { apiRequest, sendWithRetries } from './index';
 import type { KeyRateLimits } from './rateLimits';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
-export interface PutOptions {
+interface PutOptions {
 	uploadUrl: string;
 	size: number;
 	/** Opens the file afresh for each attempt: a stream can only be sent once. */
@@ -21,7 +21,7 @@ export interface PutOptions {
  * PUTs raw bytes to a presigned upload URL: streamed, with Content-Length, without the API key
  * (plain httpRequest, not the authenticated one) and without following redirects.
  */
-export async function putUploadBytes(ctx: ApiContext, options: PutOptions): Promise<void> {
+async function putUploadBytes(ctx: ApiContext, options: PutOptions): Promise<void> {
 	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
 	await sendWithRetries(
 		ctx,
@@ -53,7 +53,7 @@ const READ_AGAIN = 'Read the job again with Job → Get; if this persists, conta
 /** How many redirects a captions link may lead through. */
 const MAX_REDIRECTS = 5;
 
-export const downloadLimits = {
+const downloadLimits = {
 	/**
 	 * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
 	 * SRT is about 1 MB, so a file past this is no captions of the media.

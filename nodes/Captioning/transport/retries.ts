@@ -34,7 +34,7 @@ export interface RetryPolicy {
 	maxTurnWaitMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = {
+const DEFAULT_RETRY: RetryPolicy = {
 	maxAttempts: 6,
 	baseDelayMs: 500,
 	maxDelayMs: 8000,

@@ -14,11 +14,8 @@ import { readJobsSettled } from '../transport/jobs';
 /** Reads of a round come before any item's request (their position among the run's requests). */
 const ROUND_POSITION = -1;
 
-/** A Timeout's minute (tests shorten it to see a Timeout end a wait). */
-export const waitLimits = { minuteMs: 60000 };
-
 /** The longest n8n's timers wait (a setTimeout: 2^31-1 ms, 24.8 days): Timeout and Poll Interval stay within. */
-export const TIMER_MS = 2 ** 31 - 1;
+const TIMER_MS = 2 ** 31 - 1;
 export const MAX_TIMEOUT_MINUTES = Math.floor(TIMER_MS / 60000);
 export const MAX_INTERVAL_SECONDS = Math.floor(TIMER_MS / 1000);
 
@@ -65,7 +62,7 @@ export class JobWaiter {
 			const wait: ItemWait = {
 				itemIndex,
 				intervalMs: intervalSeconds * 1000,
-				deadline: Date.now() + timeoutMinutes * waitLimits.minuteMs,
+				deadline: Date.now() + timeoutMinutes * 60000,
 				timeoutMinutes,
 				resolve,
 				reject,
