@@ -63,8 +63,8 @@ export const sharedKey: Section = {
 					`${r.refused} of ${r.requests}`,
 					`${r.reads} reads, ${r.writes} writes let through`,
 					`${share}`,
-					'≤ 0.1',
-					share <= 0.1,
+					'≤ 0.3',
+					share <= 0.3,
 				],
 				[
 					`one key, runs at once (${label}): time vs the limits' floor`,
