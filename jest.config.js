@@ -8,4 +8,6 @@ module.exports = {
 	// Node files are imported as *.node.js: without an extension tsx would find the codex *.node.json.
 	moduleNameMapper: { '^(\\.{1,2}/.*\\.node)\\.js$': '$1' },
 	testTimeout: 30000,
+	// Two test files at once, also on 2 cores: most tests wait on the sandbox's I/O, not the CPU.
+	maxWorkers: 2,
 };

@@ -60,7 +60,7 @@ const TOKEN = 'slot-token';
 describe.each(VERSIONS)('n8n %s with a production concurrency limit of 1', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
-	const { waitFor, newestId, jobsByExecution, activateOn1x, untilEnded } = executionsApi(() => n8n);
+	const { waitFor, newestId, jobsByExecution, activate, untilEnded } = executionsApi(() => n8n);
 	const url = () => `${n8n.url}/webhook/${WEBHOOK_ID}/captioning?token=${TOKEN}`;
 
 	async function order(count: number, label: string): Promise<string[]> {
@@ -101,9 +101,8 @@ describe.each(VERSIONS)('n8n %s with a production concurrency limit of 1', (vers
 				`--input=${tempJson('slot-credentials.json', [{ id: CREDENTIAL, name: CREDENTIAL, type: 'captioningApi', data: { apiKey: sb.keys.otherWorkspace, baseUrl: sb.baseUrl, webhookToken: TOKEN } }])}`,
 			]);
 			await n8n.cli(['import:workflow', `--input=${tempJson('slot.json', slowWorkflow())}`]);
-			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${WORKFLOW}`]);
 			await n8n.start();
-			await activateOn1x([WORKFLOW]);
+			await activate([WORKFLOW]);
 			await waitFor('the trigger', async () =>
 				(await n8n.post(`/webhook/${WEBHOOK_ID}/captioning?token=${TOKEN}`, {})).status === 400
 					? true

@@ -36,7 +36,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 	const jobsOf = (list: string[]) =>
 		list.map((url) => sb.ledger.jobs.find((j) => j.body.media_url === url)!).filter(Boolean);
 
-	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
+	const { executions, waitFor, runDataOf, call, activate } = executionsApi(() => n8n);
 	/** Starts the workflow and waits until its execution waits, with every job ordered. */
 	const startWaiting = async (
 		workflowId: string,
@@ -81,47 +81,44 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
 			]);
 			// A per-workflow execution time limit of 20 s, shorter than its jobs take (n8n Cloud limits every execution so).
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, { executionTimeout: 20 })}`,
+			await n8n.importWorkflows([
+				batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, {
+					executionTimeout: 20,
+				}),
+				// The same limit with Wait: Poll, to show it bites.
+				batchWaitWorkflow(
+					'wfBatchPollLimit',
+					'batch-poll-limit',
+					lists.poll,
+					30,
+					CREDENTIAL_ID,
+					{ executionTimeout: 20 },
+					{ waitForCompletion: 'poll', pollInterval: 2 },
+				),
+				batchWaitWorkflow(
+					'wfBatchWaitBoot',
+					'batch-wait-restart',
+					lists.restart,
+					30,
+					CREDENTIAL_ID,
+				),
+				batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID),
+				batchWaitWorkflow('wfBatchWaitAhead', 'batch-wait-ahead', lists.ahead, 30, CREDENTIAL_ID),
+				batchWaitWorkflow('wfBatchWaitKill', 'batch-wait-kill', lists.kill, 30, CREDENTIAL_ID),
+				batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID),
+				batchWaitWorkflow('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook, 30, CREDENTIAL_ID),
+				batchWaitWorkflow(
+					'wfEqualRowsPoll',
+					'equal-rows-poll',
+					lists.equalPoll,
+					1,
+					CREDENTIAL_ID,
+					{},
+					{ waitForCompletion: 'poll', pollInterval: 2 },
+				),
 			]);
-			// The same limit with Wait: Poll, to show it bites.
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchPollLimit', 'batch-poll-limit', lists.poll, 30, CREDENTIAL_ID, { executionTimeout: 20 }, { waitForCompletion: 'poll', pollInterval: 2 })}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitBoot', 'batch-wait-restart', lists.restart, 30, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitRace', 'batch-wait-race', lists.race, 30, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitAhead', 'batch-wait-ahead', lists.ahead, 30, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitKill', 'batch-wait-kill', lists.kill, 30, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout, 1, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfEqualRowsHook', 'equal-rows-hook', lists.equalHook, 30, CREDENTIAL_ID)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${batchWaitWorkflow('wfEqualRowsPoll', 'equal-rows-poll', lists.equalPoll, 1, CREDENTIAL_ID, {}, { waitForCompletion: 'poll', pollInterval: 2 })}`,
-			]);
-			if (version.startsWith('2.'))
-				for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
 			await n8n.start();
-			await activateOn1x(hooked);
+			await activate(hooked);
 		},
 		40 * 60 * 1000,
 	);

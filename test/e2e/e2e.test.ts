@@ -200,33 +200,23 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				'import:credentials',
 				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, webhookToken: TOKEN } }])}`,
 			]);
-			for (const [name, id] of [
-				['order-and-wait', 'wfOrderAndWait01'],
-				['store-captions', 'wfStoreCaptions1'],
-				['caption-new-files', 'wfCaptionFiles01'],
-				['order-and-wait-webhook', 'wfOrderOnEvent01'],
-			]) {
-				await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
-			}
-			for (const [name, id] of [
-				['google-drive-captions', 'wfDriveCaptions1'],
-				['s3-captions', 'wfS3Captions0001'],
-			]) {
-				await n8n.cli(['import:workflow', `--input=${example(name, id, work, n8n.url)}`]);
-			}
 			// The polling example, writing with Append on: a job reported twice would double its file.
 			const polling = JSON.parse(
 				readFileSync(example('poll-finished-jobs', 'wfPollFinished1', work, n8n.url), 'utf8'),
 			) as { nodes: Array<{ name: string; parameters: Record<string, unknown> }> };
 			polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
-			await n8n.cli(['import:workflow', `--input=${tempJson('poll.json', polling)}`]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput', 1)}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${onErrorWorkflow('wfOnErrorRegular', 'continueRegularOutput', 1)}`,
+			await n8n.importWorkflows([
+				...[
+					['order-and-wait', 'wfOrderAndWait01'],
+					['store-captions', 'wfStoreCaptions1'],
+					['caption-new-files', 'wfCaptionFiles01'],
+					['order-and-wait-webhook', 'wfOrderOnEvent01'],
+					['google-drive-captions', 'wfDriveCaptions1'],
+					['s3-captions', 'wfS3Captions0001'],
+				].map(([name, id]) => example(name, id, work, n8n.url)),
+				tempJson('poll.json', polling),
+				onErrorWorkflow('wfOnErrorOutput1', 'continueErrorOutput', 1),
+				onErrorWorkflow('wfOnErrorRegular', 'continueRegularOutput', 1),
 			]);
 		},
 		40 * 60 * 1000,
@@ -780,8 +770,8 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		 * and the trigger counts from its activation: wait for that first poll's read of the job list.
 		 */
 		/**
-		 * First activation reads the open lists, the newest job and the open lists again (5 reads); a
-		 * restart polls (1 read). Wait for those answers, so the test's jobs finish after them.
+		 * First activation reads the open lists and the newest page (3 reads); a restart polls (1 read).
+		 * Wait for those answers, so the test's jobs finish after them.
 		 */
 		const activated = async (since: number, reads: number) => {
 			const answered = () =>
@@ -818,12 +808,12 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				await n8n.stop();
 				if (version.startsWith('2.')) {
 					await n8n.cli(['publish:workflow', '--id=wfPollFinished1']);
-					await started(5);
+					await started(3);
 				} else {
 					await n8n.start();
 					const since = Date.now();
 					await activateOn1x('wfPollFinished1');
-					await activated(since, 5);
+					await activated(since, 3);
 				}
 			},
 			5 * 60 * 1000,

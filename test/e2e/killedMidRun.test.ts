@@ -41,7 +41,7 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 	let sb: Sandbox;
 	const captionsTo = tempFolder('captioning-killed-srt-');
 	const polledTo = path.join(captionsTo, 'polled');
-	const { waitFor, newestId, jobsByExecution, activateOn1x, untilEnded } = executionsApi(() => n8n);
+	const { waitFor, newestId, jobsByExecution, activate, untilEnded } = executionsApi(() => n8n);
 	/** Once no execution of the workflow runs: its executions since `afterId`, and the jobs they hold. */
 	const stored = async (workflowId: string, afterId: number, killedAt: number) => {
 		const left = await untilEnded(workflowId, undefined, killedAt);
@@ -72,10 +72,9 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 				'import:workflow',
 				`--input=${tempJson('killed-poll.json', pollingWorkflow({ id: POLL_WORKFLOW, credentialId: POLL_CREDENTIAL, everySeconds: 10, out: polledTo, filters: { metadataKey: 'suite', metadataValue: 'killed-poll' } }))}`,
 			]);
-			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${POLL_WORKFLOW}`]);
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
-			await activateOn1x([POLL_WORKFLOW]);
+			await activate([POLL_WORKFLOW]);
 		},
 		40 * 60 * 1000,
 	);

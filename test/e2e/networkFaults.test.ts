@@ -117,25 +117,12 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 					},
 				])}`,
 			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${workflow('wfFaultReset001', order('reset'), 'faultsService')}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${workflow('wfFaultRefused1', { resource: 'account', operation: 'get' }, 'faultsNobody')}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${workflow('wfFaultSsrf0001', { resource: 'account', operation: 'get' }, 'faultsBlocked')}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${workflow('wfFaultHour0001', order('an-hour'), 'faultsService')}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${workflow('wfFaultCert0001', order('expired'), 'faultsExpired')}`,
+			await n8n.importWorkflows([
+				workflow('wfFaultReset001', order('reset'), 'faultsService'),
+				workflow('wfFaultRefused1', { resource: 'account', operation: 'get' }, 'faultsNobody'),
+				workflow('wfFaultSsrf0001', { resource: 'account', operation: 'get' }, 'faultsBlocked'),
+				workflow('wfFaultHour0001', order('an-hour'), 'faultsService'),
+				workflow('wfFaultCert0001', order('expired'), 'faultsExpired'),
 			]);
 		},
 		40 * 60 * 1000,

@@ -183,7 +183,7 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 		return sb.ledger.charges.filter((c) => ids.has(c.jobId));
 	};
 
-	const { executions, waitFor, runDataOf, call, activateOn1x } = executionsApi(() => n8n);
+	const { executions, waitFor, runDataOf, call, activate } = executionsApi(() => n8n);
 	/** n8n's Retry button: a new execution, answered when it ends. Returns the new execution. */
 	const retry = async (
 		workflowId: string,
@@ -223,17 +223,18 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
 			]);
 			// One order at a time, so that the fourth fails after three went through.
-			await n8n.cli([
-				'import:workflow',
-				`--input=${urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, { batching: { concurrency: 1 } })}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1, { batching: { concurrency: 1 } })}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1, { waitForCompletion: 'poll', pollInterval: 2, timeout: 30 })}`,
+			await n8n.importWorkflows([
+				urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, {
+					batching: { concurrency: 1 },
+				}),
+				urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1, {
+					batching: { concurrency: 1 },
+				}),
+				urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1, {
+					waitForCompletion: 'poll',
+					pollInterval: 2,
+					timeout: 30,
+				}),
 			]);
 			for (const [id, typeVersion, parameters] of [
 				[
@@ -307,10 +308,8 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 				])}`,
 			]);
 			await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
-			if (version.startsWith('2.'))
-				for (const id of hooked) await n8n.cli(['publish:workflow', `--id=${id}`]);
 			await n8n.start();
-			await activateOn1x(hooked);
+			await activate(hooked);
 		},
 		40 * 60 * 1000,
 	);

@@ -225,9 +225,8 @@ describe.each(VERSIONS)('n8n %s: repeats and redirects', (version) => {
 				return JSON.parse(res.text) as Record<string, unknown>;
 			});
 		try {
-			if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfRepeatMeta001']);
 			await n8n.start();
-			await api.activateOn1x(['wfRepeatMeta001']);
+			await api.activate(['wfRepeatMeta001']);
 			sb.resetLedger();
 			const first = await call();
 			const again = await call();

@@ -93,9 +93,8 @@ export async function importBurstWorkflows(
 		},
 	});
 	const ids = [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW];
-	await n8n.cli([
-		'import:workflow',
-		`--input=${tempJson(
+	await n8n.importWorkflows([
+		tempJson(
 			'burst-trigger.json',
 			workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
 				id: 'burst-trigger',
@@ -107,11 +106,8 @@ export async function importBurstWorkflows(
 				parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
 				credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
 			}),
-		)}`,
-	]);
-	await n8n.cli([
-		'import:workflow',
-		`--input=${tempJson(
+		),
+		tempJson(
 			'burst-webhook.json',
 			workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
 				id: 'burst-webhook',
@@ -127,7 +123,7 @@ export async function importBurstWorkflows(
 					options: {},
 				},
 			}),
-		)}`,
+		),
 	]);
 	ids.push(BURST_WEBHOOK_V1_WORKFLOW);
 	await n8n.cli([
@@ -195,9 +191,6 @@ export async function importBurstWorkflows(
 			])}`,
 		]);
 	}
-	if (n8n.install.version.startsWith('2.')) {
-		for (const id of ids) await n8n.cli(['publish:workflow', `--id=${id}`]);
-	}
 }
 
 /** The SRT files the captions workflow wrote, by job id. */
@@ -205,10 +198,10 @@ export function srtPath(captionsTo: string, jobId: string): string {
 	return path.join(captionsTo, `${jobId}.srt`);
 }
 
-/** Activates the workflows on 1.x (2.x: published before start) and waits until both answer. */
+/** Activates the workflows and waits until their webhooks answer. */
 export async function activateBurstWorkflows(n8n: N8n, captions = false): Promise<void> {
 	const api = executionsApi(() => n8n);
-	await api.activateOn1x([
+	await api.activate([
 		BURST_TRIGGER_WORKFLOW,
 		BURST_WEBHOOK_WORKFLOW,
 		BURST_WEBHOOK_V1_WORKFLOW,

@@ -171,9 +171,23 @@ export function executionsApi(n8n: () => N8n) {
 				return res.status === 404 ? undefined : res.status;
 			});
 		},
-		/** 1.x: a CLI import writes no workflow_history row, which activation needs; a REST save writes it. (2.x: publish:workflow before start.) */
-		async activateOn1x(ids: string[]): Promise<void> {
-			if (n8n().install.version.startsWith('2.')) return;
+		/**
+		 * Activates imported workflows through the REST API, as the editor does (a CLI run per
+		 * workflow boots n8n's CLI each time). 2.x: publish its current version. 1.x: a CLI import
+		 * writes no workflow_history row, which activation needs; a REST save writes it.
+		 */
+		async activate(ids: string[]): Promise<void> {
+			if (n8n().install.version.startsWith('2.')) {
+				for (const id of ids) {
+					const wf = await n8n().rest<{ versionId: string }>('GET', `/workflows/${id}`);
+					const res = await n8n().rest('POST', `/workflows/${id}/activate`, {
+						versionId: wf.body.versionId,
+					});
+					if (res.status !== 200)
+						throw new Error(`publishing ${id} failed: ${JSON.stringify(res.body).slice(0, 500)}`);
+				}
+				return;
+			}
 			type Wf = {
 				versionId: string;
 				nodes: unknown[];

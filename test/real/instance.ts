@@ -179,6 +179,8 @@ export interface N8n {
 	url: string;
 	/** Runs an n8n CLI command with this instance's environment. */
 	cli(args: string[]): Promise<{ stdout: string; stderr: string }>;
+	/** Imports workflows (files of one workflow or an array) in one CLI run: each run boots n8n's CLI. */
+	importWorkflows(files: string[]): Promise<void>;
 	start(): Promise<void>;
 	stop(): Promise<void>;
 	/** Kills the main process (SIGKILL): a crash. */
@@ -378,6 +380,12 @@ export async function createN8n(
 				closeSync(fd);
 				rmSync(out, { force: true });
 			}
+		},
+		async importWorkflows(files) {
+			const all = files.flatMap((file) =>
+				[JSON.parse(readFileSync(file, 'utf8')) as unknown].flat(),
+			);
+			await instance.cli(['import:workflow', `--input=${tempJson('workflows.json', all)}`]);
 		},
 		start: async () => await main.start(),
 		stop: async () => await main.stop(),

@@ -43,9 +43,6 @@ export async function importSharedKey(n8n: N8n, sb: Sandbox, work: string): Prom
 		filters: { metadataKey: 'group', metadataValue: 'polled' },
 	});
 	await n8n.cli(['import:workflow', `--input=${tempJson('shared-poll.json', polling)}`]);
-	if (n8n.install.version.startsWith('2.'))
-		for (const id of [BATCH_WORKFLOW, POLL_WORKFLOW])
-			await n8n.cli(['publish:workflow', `--id=${id}`]);
 }
 
 export interface SharedKeyResult {
@@ -74,7 +71,7 @@ export async function runSharedKey(
 	limited = true,
 ): Promise<SharedKeyResult> {
 	const api = executionsApi(() => n8n);
-	await api.activateOn1x([BATCH_WORKFLOW, POLL_WORKFLOW]);
+	await api.activate([BATCH_WORKFLOW, POLL_WORKFLOW]);
 	const order = async (body: object) => {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
 			method: 'POST',
