@@ -14,17 +14,17 @@ const MAX_KEPT = 1000;
 const refused = new Map<string, { keys: number; until: number }>();
 
 /** Whether an order with this many metadata keys, the tag included, may carry the tag. */
-export function tagFits(identity: string, keys: number): boolean {
-	const known = refused.get(identity);
+export function tagFits(keyDigest: string, keys: number): boolean {
+	const known = refused.get(keyDigest);
 	if (!known || known.until <= Date.now()) return true;
 	return keys < known.keys;
 }
 
 /** The workspace refused this many metadata keys, and took the order without the tag. */
-export function tagRefused(identity: string, keys: number): void {
-	const known = refused.get(identity);
+export function tagRefused(keyDigest: string, keys: number): void {
+	const known = refused.get(keyDigest);
 	const fewest = known && known.until > Date.now() ? Math.min(known.keys, keys) : keys;
-	refused.delete(identity);
-	refused.set(identity, { keys: fewest, until: Date.now() + HOLD_MS });
+	refused.delete(keyDigest);
+	refused.set(keyDigest, { keys: fewest, until: Date.now() + HOLD_MS });
 	if (refused.size > MAX_KEPT) refused.delete(refused.keys().next().value!);
 }

@@ -140,11 +140,11 @@ async function bodyOf(
 	tag?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
-	const { identity, webhookToken } = await serviceOf(ctx, i);
+	const { keyDigest, webhookToken } = await serviceOf(ctx, i);
 	withWebhookToken(ctx, i, body, webhookToken);
 	if (tag) {
 		const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
-		if (tagFits(identity, Object.keys(metadata).length)) body.metadata = metadata;
+		if (tagFits(keyDigest, Object.keys(metadata).length)) body.metadata = metadata;
 	}
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
@@ -242,7 +242,7 @@ async function post(
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
 		const placed = await post(ctx, i, { ...body, metadata }, key, onUnknownOutcome);
-		tagRefused((await serviceOf(ctx, i)).identity, Object.keys(body.metadata!).length);
+		tagRefused((await serviceOf(ctx, i)).keyDigest, Object.keys(body.metadata!).length);
 		return placed;
 	}
 }

@@ -19,10 +19,10 @@ import { explainS3 } from './answers';
  */
 export const LINK_HOURS = { default: 24, max: 167 };
 
-/** What the HEAD found: the order's identity is the object and this version of it. */
+/** What the HEAD found: the object and this version of it make the order what it is. */
 export interface CheckedObject {
 	object: S3Object;
-	/** The object's URL without any query: what outputs and the identity show. */
+	/** The object's URL without any query: what outputs and the order's JSON show. */
 	url: string;
 	/** x-amz-version-id when the bucket is versioned, else the ETag: a new upload is a new order. */
 	version: string;

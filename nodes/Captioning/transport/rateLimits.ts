@@ -117,10 +117,10 @@ export class KeyRateLimits {
 }
 
 /** The rate limits of each key and Base URL in this process, by a digest of both (never the key itself). */
-const byIdentity = new Map<string, KeyRateLimits>();
+const byKey = new Map<string, KeyRateLimits>();
 
-export function rateLimitsFor(identity: string): KeyRateLimits {
-	let limits = byIdentity.get(identity);
-	if (!limits) byIdentity.set(identity, (limits = new KeyRateLimits()));
+export function rateLimitsFor(keyDigest: string): KeyRateLimits {
+	let limits = byKey.get(keyDigest);
+	if (!limits) byKey.set(keyDigest, (limits = new KeyRateLimits()));
 	return limits;
 }

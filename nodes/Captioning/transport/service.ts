@@ -32,7 +32,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 export interface Service {
 	baseUrl: string;
 	/** A digest of the key and the Base URL: what this process learns of them is kept by it. */
-	identity: string;
+	keyDigest: string;
 	/** Looked up at each use: a run that outlives an idle limiter shares the one that replaced it. */
 	readonly rateLimits: KeyRateLimits;
 	/** The Webhook Secret Token: the credentials' own, or (left empty) one derived from the API key. */
@@ -94,7 +94,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
 			'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		);
-	const identity = createHash('sha256')
+	const keyDigest = createHash('sha256')
 		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
 		.digest('hex');
 	const webhookToken =
@@ -102,9 +102,9 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const previous = previousToken(credentials);
 	return {
 		baseUrl,
-		identity,
+		keyDigest,
 		get rateLimits() {
-			return rateLimitsFor(identity);
+			return rateLimitsFor(keyDigest);
 		},
 		webhookToken,
 		acceptedTokens: previous ? [webhookToken, previous] : [webhookToken],
