@@ -63,7 +63,8 @@ function controlOf(ctx, servers) {
 		/**
 		 * History: `count` jobs of the first workspace that finished long ago (completed), made
 		 * directly, oldest first, before any job ordered later. Not in the ledger: no request made them.
-		 * Options: `status` ('queued' for jobs still open), `metadata`, `workspace` (an index).
+		 * Options: `status` ('queued' for jobs still open), `metadata`, `workspace` (an index), `withinMs`
+		 * (created evenly over that long before now; default a second apart from 30 days ago).
 		 */
 		seedHistory: ctx.jobs.seedHistory,
 		startJob: ctx.jobs.startJob,

@@ -250,9 +250,10 @@ function createJobs(ctx) {
 	 * oldest first, before any job ordered later. Not in the ledger: no request made them.
 	 */
 	function seedHistory(count, options = {}) {
-		const { status = 'completed', metadata = {}, workspace = 0 } = options;
+		const { status = 'completed', metadata = {}, workspace = 0, withinMs } = options;
 		const ws = [...workspaces.values()][workspace];
-		const start = Date.now() - 30 * 86400 * 1000;
+		const start = Date.now() - (withinMs ?? 30 * 86400 * 1000);
+		const step = withinMs === undefined ? 1000 : withinMs / count;
 		const done = status === 'completed';
 		for (let n = 0; n < count; n++) {
 			const id = crypto.randomUUID();
@@ -277,8 +278,8 @@ function createJobs(ctx) {
 					cancellation: null,
 					captions: null,
 					metadata: { ...metadata },
-					created_at: new Date(start + n * 1000).toISOString(),
-					completed_at: done ? new Date(start + n * 1000 + 600000).toISOString() : null,
+					created_at: new Date(start + n * step).toISOString(),
+					completed_at: done ? new Date(start + n * step + 600000).toISOString() : null,
 				},
 			};
 			if (done) job.view.captions = captionLinks(ws, job);

@@ -17,7 +17,7 @@ import type { Job } from '../Captioning/model/types';
 import { refuse } from '../Captioning/transport/errors';
 import { listJobs, PAGE_SIZE } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
-import { filtersKey, finishedSince, firstState, REMEMBERED_REPORTS } from './cursor';
+import { filtersKey, finishedAt, finishedSince, firstState } from './cursor';
 
 export class CaptioningPollingTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -40,7 +40,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					'Checks the service on the schedule below and starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it (the dashboard, another tool, another workflow): each job once, from the moment this workflow is activated. It works anywhere, also where n8n is not reachable from the internet; events arrive up to one interval late. For instant events on jobs ordered with its URL, and an n8n reachable over HTTPS, use the Captioning Trigger instead.',
+					'Checks the service on the schedule below and starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it (the dashboard, another tool, another workflow): each job once, from the moment this workflow is activated. It works anywhere, also where n8n is not reachable from the internet; a job is reported by the first or second check after it finishes, later only where the execution says so in a hint. For instant events on jobs ordered with its URL, and an n8n reachable over HTTPS, use the Captioning Trigger instead.',
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -64,34 +64,26 @@ export class CaptioningPollingTrigger implements INodeType {
 	 * runs execute() in it.
 	 */
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
-		const staticData = this.getWorkflowStaticData('node') as PollState;
+		const state = this.getWorkflowStaticData('node') as PollState;
 		const filters = this.getNodeParameter('filters', {}) as IDataObject;
-		if (staticData.filters !== filtersKey(filters)) {
-			// Activation (or new Filters): start from now (no flood of history), remembering the open jobs that fit.
-			Object.assign(staticData, await firstState(this, filters));
+		if (state.filters !== filtersKey(filters) || state.floor === undefined) {
+			// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
+			Object.assign(state, await firstState(this, filters));
 			return null;
 		}
 		const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], filters);
-		const { finished, next } = await finishedSince(this, staticData, filters);
-		const reported = next.reported ?? [];
-		const due = finished.filter(
-			(job) => wanted(job) && !reported.includes(`${job.id} ${job.status}`),
-		);
-		// The state moves on only with the execution: n8n saves static data when a poll returns items.
+		const { due, next } = await finishedSince(this, state, filters, wanted);
 		for (const notice of next.notices ?? [])
-			if (!staticData.notices?.includes(notice))
+			if (!state.notices?.includes(notice))
 				this.logger.warn(`Captioning Polling Trigger: ${notice}`);
-		Object.assign(staticData, next, {
-			reported: [...reported, ...due.map((job) => `${job.id} ${job.status}`)].slice(
-				-REMEMBERED_REPORTS,
-			),
-		});
+		// The state moves on only with the execution: n8n saves static data when a poll returns items.
+		Object.assign(state, next);
 		if (!due.length) return null;
-		// The bounds a poll reached go to the next execution, which shows them as a hint.
+		// The bounds polls reached go with the execution, which shows them as hints.
 		const items = due.map(eventItem);
-		if (staticData.notices?.length) {
-			items[0].json[NOTICES] = staticData.notices;
-			staticData.notices = [];
+		if (state.notices?.length) {
+			items[0].json[NOTICES] = state.notices;
+			state.notices = [];
 		}
 		return [items];
 	}
@@ -107,19 +99,9 @@ export class CaptioningPollingTrigger implements INodeType {
 		const notices = (items[0]?.json[NOTICES] as string[] | undefined) ?? [];
 		if (notices.length) {
 			// n8n 1.x and 2.x show hints above the output (nothing where n8n has none).
-			if (typeof this.addExecutionHints === 'function')
-				this.addExecutionHints(
-					...notices.map((message) => ({
-						message,
-						type: 'warning' as const,
-						location: 'outputPane' as const,
-					})),
-				);
-			items = items.map((item) => {
-				const json = { ...item.json };
-				delete json[NOTICES];
-				return { ...item, json };
-			});
+			this.addExecutionHints?.(...notices.map(hintOf));
+			items[0] = { ...items[0], json: { ...items[0].json } };
+			delete items[0].json[NOTICES];
 		}
 		if (items.length === 0 && this.getMode() === 'manual')
 			items = [eventItem(await latestFinished(this))];
@@ -131,6 +113,7 @@ export class CaptioningPollingTrigger implements INodeType {
 
 /** Where a poll's item carries the bounds reached to the execution (taken off there, shown as hints). */
 const NOTICES = 'poll_notices';
+const hintOf = (message: string) => ({ message, type: 'warning', location: 'outputPane' }) as const;
 
 /** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
 function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {
@@ -157,10 +140,7 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 		const found = (await listJobs(ctx, { status: STATUS_OF[type] }, PAGE_SIZE)).find(wanted);
 		if (found) latest.push(found);
 	}
-	latest.sort(
-		(a, b) =>
-			Date.parse(b.completed_at ?? b.created_at) - Date.parse(a.completed_at ?? a.created_at),
-	);
+	latest.sort((a, b) => finishedAt(b) - finishedAt(a));
 	if (!latest.length)
 		refuse(
 			ctx,

@@ -384,13 +384,13 @@ module.exports = { workflow: { preExecute: [async function () {
 						: undefined,
 				120000,
 			);
-			// …and the polling trigger counts from its activation, which reads the open lists, the newest
-			// job and the open lists again (5 reads, its own key): wait until all are answered, so that the
-			// tests' jobs finish after activation, not during it.
+			// …and the polling trigger counts from its activation, which reads the open lists and the
+			// newest page (3 reads, its own key): wait until all are answered, so that the tests' jobs
+			// finish after activation, not during it.
 			await waitFor(
 				async () =>
 					sb.ledger.requests.filter((r) => r.keyName === 'readOnly' && r.status !== null).length >=
-					5
+					3
 						? true
 						: undefined,
 				120000,

@@ -132,6 +132,8 @@ export interface Sandbox {
 			status?: 'completed' | 'queued';
 			metadata?: Record<string, string>;
 			workspace?: number;
+			/** Created evenly over that long before now (default: a second apart, 30 days ago). */
+			withinMs?: number;
 		},
 	): void;
 	/** The service forgets every Idempotency-Key it kept. */

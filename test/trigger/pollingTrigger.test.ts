@@ -1,10 +1,10 @@
 // The Captioning Polling Trigger in n8n's engine (PollContext, then WorkflowExecute for the
 // execution a poll starts) against the sandbox: every job of the workspace that finishes starts
-// one execution, across polls, restarts and failures; a poll reads one page when nothing happened,
-// whatever the size of the workspace; captions are downloaded by the execution, not the poll.
+// one execution, across polls, restarts and failures; a followed job is reported by the first or
+// second poll after it finishes; a quiet poll reads a page or two, whatever the size of the
+// workspace and the age of the followed jobs; captions are downloaded by the execution, not the poll.
 import type { IDataObject } from 'n8n-workflow';
 
-import { pollWindow } from '../../nodes/CaptioningPollingTrigger/cursor';
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { binaryDataService } from '../engine/workflow';
 import type { PolledTrigger } from '../engine/polling';
@@ -32,6 +32,68 @@ async function trigger(parameters: IDataObject = {}, sandbox = sb): Promise<Poll
 
 const reads = (sandbox = sb) => sandbox.ledger.requests.filter((r) => r.method === 'GET');
 const reportedIds = (t: PolledTrigger) => t.executions.flat().map((i) => i.json.id as string);
+
+const VIDEO = { filters: { metadataKey: 'team', metadataValue: 'video' } };
+
+/** The ids each of the next `n` polls reported. */
+async function nextPolls(t: PolledTrigger, n: number): Promise<string[][]> {
+	const polls: string[][] = [];
+	for (let i = 0; i < n; i++)
+		polls.push(((await t.poll()) ?? []).map((item) => item.json.id as string));
+	return polls;
+}
+
+/**
+ * A workspace created oldest first, a minute apart: 'video', a job that fits VIDEO (queued); a
+ * number, that many queued jobs VIDEO excludes, created within that minute. The video jobs' ids.
+ */
+async function workspaceOf(sandbox: Sandbox, layout: Array<'video' | number>): Promise<string[]> {
+	const start = Date.now() - layout.length * 60000;
+	const ids: string[] = [];
+	for (const [n, part] of layout.entries()) {
+		const time = start + n * 60000;
+		if (part === 'video') {
+			sandbox.setCreationTime(new Date(time).toISOString());
+			ids.push(await orderDirectly(sandbox, { metadata: { team: 'video' } }));
+			sandbox.setCreationTime(null);
+			continue;
+		}
+		const clock = jest.spyOn(Date, 'now').mockReturnValue(time + 60000);
+		sandbox.seedHistory(part, {
+			status: 'queued',
+			metadata: { team: 'marketing' },
+			withinMs: 50000,
+		});
+		clock.mockRestore();
+	}
+	return ids;
+}
+
+/** The id the job list shows just above a job. */
+async function listedAbove(sandbox: Sandbox, id: string): Promise<string> {
+	const ids: string[] = [];
+	let after = '';
+	for (;;) {
+		const res = await fetch(
+			`${sandbox.baseUrl}/jobs?limit=100${after && `&starting_after=${after}`}`,
+			{
+				headers: { authorization: `Bearer ${sandbox.keys.full}` },
+			},
+		);
+		const page = (await res.json()) as { data: Array<{ id: string }>; has_more: boolean };
+		ids.push(...page.data.map((job) => job.id));
+		if (!page.has_more) return ids[ids.indexOf(id) - 1];
+		after = ids[ids.length - 1];
+	}
+}
+
+/** Date.now moved on by `add` (the sandbox's list lag reads it). */
+function laterClock() {
+	const realNow = Date.now;
+	let offset = 0;
+	const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
+	return { add: (ms: number) => (offset += ms), restore: () => spy.mockRestore() };
+}
 
 describe('what it reports', () => {
 	test('a job ordered outside n8n that completes: one execution, the job as read, verified', async () => {
@@ -267,6 +329,53 @@ describe('exactly once', () => {
 		expect(await t.poll()).toBeNull();
 		expect(reportedIds(t).sort()).toEqual([...ids].sort());
 	});
+	test('a failure after a poll read its first page: nothing kept from it, so the next poll takes the same turn and reports the followed job once', async () => {
+		const own = await createSandbox({ timing: null });
+		try {
+			const [followed] = await workspaceOf(own, ['video', 150]);
+			const t = await trigger(VIDEO, own);
+			await t.activate();
+			expect(await t.poll()).toBeNull();
+			// The page of the followed job (the turn of queued pages) fails for good.
+			own.injectFault('GET /jobs', {
+				status: 403,
+				code: 'forbidden',
+				message: 'Injected',
+				after: 1,
+			});
+			await expect(t.poll()).rejects.toThrow(/Injected/);
+			own.completeJob(followed);
+			expect(await nextPolls(t, 2)).toEqual([[followed], []]);
+		} finally {
+			await own.close();
+		}
+	});
+
+	test('a restart brings back the state of the last poll that reported: it reads further back once, then a page or two; nothing twice', async () => {
+		const own = await createSandbox({ timing: null });
+		try {
+			const [a, b] = await workspaceOf(own, ['video', 'video', 300]);
+			const t = await trigger(VIDEO, own);
+			await t.activate();
+			own.completeJob(a);
+			expect((await nextPolls(t, 2)).flat()).toEqual([a]);
+			// 300 newer jobs the Filters exclude finish: polls read them, and n8n saves nothing.
+			for (let n = 0; n < 300; n++)
+				own.completeJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
+			expect(await nextPolls(t, 3)).toEqual([[], [], []]);
+			own.completeJob(b);
+			const restarted = ((await t.restart()) ?? []).map((item) => item.json.id as string);
+			expect([restarted, ...(await nextPolls(t, 1))].flat()).toEqual([b]);
+			for (let n = 0; n < 3; n++) {
+				own.resetLedger();
+				expect(await t.poll()).toBeNull();
+				expect(reads(own).length).toBeLessThanOrEqual(2);
+			}
+			expect(reportedIds(t)).toEqual([a, b]);
+		} finally {
+			await own.close();
+		}
+	}, 60000);
 });
 
 describe('the order in which jobs become visible', () => {
@@ -294,6 +403,49 @@ describe('the order in which jobs become visible', () => {
 		expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([lateOpen]);
 		expect(await t.poll()).toBeNull();
 	});
+
+	test('a list that shows each job a minute after its creation: a job finished before it is listed and one still open are each reported once', async () => {
+		const lagging = await createSandbox({ timing: null, listLagMs: 60000 });
+		const clock = laterClock();
+		try {
+			const t = await trigger({}, lagging);
+			await t.activate();
+			const done = await orderDirectly(lagging);
+			const open = await orderDirectly(lagging);
+			lagging.completeJob(done);
+			expect(await t.poll()).toBeNull();
+			clock.add(61000);
+			expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([done]);
+			expect(await t.poll()).toBeNull();
+			lagging.completeJob(open);
+			expect(await nextPolls(t, 3)).toEqual([[open], [], []]);
+			expect(reportedIds(t)).toEqual([done, open]);
+		} finally {
+			clock.restore();
+			await lagging.close();
+		}
+	});
+
+	test('a followed job whose page the service refuses to start at (400 for the job above it): read by its id, reported once by the first or second poll', async () => {
+		const own = await createSandbox({ timing: null });
+		try {
+			const [followed] = await workspaceOf(own, ['video', 150]);
+			const t = await trigger(VIDEO, own);
+			await t.activate();
+			// The job listed just above it leaves the list: starting_after it is refused.
+			own.hideJob(await listedAbove(own, followed));
+			own.resetLedger();
+			expect(await nextPolls(t, 2)).toEqual([[], []]);
+			expect(own.ledger.requests.filter((r) => r.status === 400)).toHaveLength(1);
+			expect(reads(own).map((r) => r.path)).toContain(`/jobs/${followed}`);
+			own.completeJob(followed);
+			const after = await nextPolls(t, 3);
+			expect(after.slice(0, 2).flat()).toEqual([followed]);
+			expect(after[2]).toEqual([]);
+		} finally {
+			await own.close();
+		}
+	});
 });
 
 describe('what a poll costs', () => {
@@ -303,12 +455,12 @@ describe('what a poll costs', () => {
 			big.seedHistory(10000);
 			const t = await trigger({}, big);
 			await t.activate();
-			// The open jobs (none), the newest page, the open jobs again: no history beyond a page.
-			const open = [
+			// The open jobs (none), then the newest page: no history beyond a page.
+			expect(reads(big).map((r) => r.query)).toEqual([
 				{ status: 'queued', limit: '100' },
 				{ status: 'processing', limit: '100' },
-			];
-			expect(reads(big).map((r) => r.query)).toEqual([...open, { limit: '100' }, ...open]);
+				{ limit: '100' },
+			]);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
@@ -320,9 +472,13 @@ describe('what a poll costs', () => {
 			big.resetLedger();
 			expect(await t.poll()).toHaveLength(120);
 			expect(reads(big)).toHaveLength(2);
+			// The next poll reads them again (a job may enter the list late), the one after does not.
 			big.resetLedger();
 			ids.slice(120).forEach((id) => big.completeJob(id));
 			expect(await t.poll()).toHaveLength(30);
+			expect(reads(big)).toHaveLength(2);
+			big.resetLedger();
+			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
 		} finally {
 			await big.close();
@@ -342,130 +498,114 @@ describe('what a poll costs', () => {
 			expect(reads(busy)).toHaveLength(1);
 			busy.completeJob(ours);
 			expect(reportedIds({ executions: [(await t.poll())!] } as PolledTrigger)).toEqual([ours]);
-			expect(Object.keys(t.saved().open as object)).toEqual([]);
+			expect(t.saved().followed).toEqual({});
 			expect(JSON.stringify(t.saved()).length).toBeLessThan(50000);
 		} finally {
 			await busy.close();
 		}
 	}, 60000);
 
-	test('followed jobs below 300 older ones: a quiet poll reads one page; they are checked by id on a backoff (from a minute, doubling while none finished), and one that finished is reported once', async () => {
+	test('4 followed jobs older than 500 open ones the Filters exclude, created just before activation: each quiet poll reads at most 2 pages, none by id; once complete, each is reported once by the first or second poll', async () => {
 		const own = await createSandbox({ timing: null });
-		const ago = (minutes: number) =>
-			own.setCreationTime(new Date(Date.now() - minutes * 60000).toISOString());
-		const later = (ms: number) => jest.spyOn(Date, 'now').mockReturnValue(Date.now() + ms);
 		try {
-			const t = await trigger({}, own);
+			const followed = await workspaceOf(own, ['video', 'video', 'video', 'video', 500]);
+			const t = await trigger(VIDEO, own);
+			own.resetLedger();
 			await t.activate();
-			ago(120);
-			const old = [];
-			for (let n = 0; n < 4; n++) old.push(await orderDirectly(own));
-			ago(30);
-			for (let n = 0; n < 300; n++) own.completeJob(await orderDirectly(own));
-			own.setCreationTime(null);
-			for (let n = 0; n < 20; n++) await orderDirectly(own);
-			// The first poll checks them (due at once), then waits a minute before the next check.
-			expect((await t.poll())!.length).toBe(300);
-			own.resetLedger();
-			expect(await t.poll()).toBeNull();
-			expect(reads(own).map((r) => r.route)).toEqual(['GET /jobs']);
-			own.completeJob(old[0]);
-			own.resetLedger();
-			const clock = later(61000);
-			try {
-				expect((await t.poll())!.map((i) => i.json.id)).toEqual([old[0]]);
-			} finally {
-				clock.mockRestore();
-			}
-			// The list past the newest job seen and a page further, then each followed job by its id.
-			expect(
-				reads(own)
-					.filter((r) => r.route === 'GET /jobs/{id}')
-					.map((r) => r.path)
-					.sort(),
-			).toEqual(old.map((id) => `/jobs/${id}`).sort());
-			expect(reads(own).filter((r) => r.route === 'GET /jobs')).toHaveLength(2);
-			expect(t.saved().checkEveryMs).toBe(60000);
-			// A check that finds none finished doubles the wait: nothing by id a minute later.
-			own.resetLedger();
-			const minute = later(2 * 61000);
-			try {
+			// The open lists, all of them (6 pages and 1), and the newest page.
+			expect(reads(own)).toHaveLength(8);
+			for (let n = 0; n < 6; n++) {
+				own.resetLedger();
 				expect(await t.poll()).toBeNull();
-				expect(reads(own).filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(3);
-			} finally {
-				minute.mockRestore();
+				expect(reads(own).length).toBeLessThanOrEqual(2);
+				expect(reads(own).filter((r) => r.route !== 'GET /jobs')).toEqual([]);
 			}
-			own.resetLedger();
-			const twoMinutes = later(3 * 61000);
-			try {
-				expect(await t.poll()).toBeNull();
-				expect(reads(own).map((r) => r.route)).toEqual(['GET /jobs']);
-			} finally {
-				twoMinutes.mockRestore();
-			}
+			followed.forEach((id) => own.completeJob(id));
+			const after = await nextPolls(t, 3);
+			expect(after.slice(0, 2).flat().sort()).toEqual([...followed].sort());
+			expect(after[2]).toEqual([]);
 		} finally {
 			await own.close();
 		}
-	});
+	}, 60000);
 
-	test('past the most open jobs followed, the oldest are dropped, and the next execution says so in a hint (the items carry no trace of it)', async () => {
+	test('20 followed jobs processing under 300 newer completions: once the newer ones are read, a quiet poll reads at most 2 pages; when they finish, each is reported once by the first or second poll', async () => {
 		const own = await createSandbox({ timing: null });
-		const maxOpen = pollWindow.maxOpen;
-		pollWindow.maxOpen = 2;
 		try {
-			const t = await trigger({}, own);
+			const t = await trigger(VIDEO, own);
 			await t.activate();
-			for (let n = 0; n < 3; n++) await orderDirectly(own);
-			expect(await t.poll()).toBeNull();
-			own.completeJob(await orderDirectly(own));
-			const items = (await t.poll())!;
-			expect(items).toHaveLength(1);
-			expect(items[0].json).not.toHaveProperty('poll_notices');
-			expect(t.hints.at(-1)).toEqual([
+			const followed: string[] = [];
+			for (let n = 0; n < 20; n++) {
+				followed.push(await orderDirectly(own, { metadata: { team: 'video' } }));
+				own.startJob(followed[n]);
+			}
+			for (let n = 0; n < 300; n++)
+				own.completeJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
+			// Two polls read the newer jobs (a job may enter the list late); then they are quiet.
+			expect(await nextPolls(t, 2)).toEqual([[], []]);
+			for (let n = 0; n < 4; n++) {
+				own.resetLedger();
+				expect(await t.poll()).toBeNull();
+				expect(reads(own).length).toBeLessThanOrEqual(2);
+			}
+			followed.forEach((id) => own.completeJob(id));
+			const after = await nextPolls(t, 3);
+			expect(after.slice(0, 2).flat().sort()).toEqual([...followed].sort());
+			expect(after[2]).toEqual([]);
+		} finally {
+			await own.close();
+		}
+	}, 60000);
+
+	test('followed jobs queued far apart in the list: a poll reads one page of them, and the next execution says so in a hint (the items carry no trace of it); each is still reported once', async () => {
+		const own = await createSandbox({ timing: null });
+		try {
+			const followed = await workspaceOf(own, ['video', 150, 'video', 150]);
+			const t = await trigger(VIDEO, own);
+			await t.activate();
+			expect(await nextPolls(t, 2)).toEqual([[], []]);
+			// Past the bound: reported by a later poll than the second (here the third at most).
+			followed.forEach((id) => own.completeJob(id));
+			const polls = await nextPolls(t, 4);
+			expect(polls.flat().sort()).toEqual([...followed].sort());
+			expect(t.executions).toHaveLength(1);
+			expect(t.executions[0][0].json).not.toHaveProperty('poll_notices');
+			expect(t.hints[0]).toEqual([
 				expect.objectContaining({
 					message:
-						'Open jobs that fit the Filters no longer followed: 1 (at most the newest 2 are followed); their completion is not reported.',
+						'The followed jobs still queued lie in more than one page of the job list, and a poll reads one such page every other poll: a job that finishes straight from the queue may be reported some polls late.',
 					type: 'warning',
 				}),
 			]);
-			own.completeJob(await orderDirectly(own));
-			await t.poll();
+			// Within the bound again: the next execution shows no hint.
+			const next = await orderDirectly(own, { metadata: { team: 'video' } });
+			own.completeJob(next);
+			expect(await t.poll()).toHaveLength(1);
 			expect(t.hints.at(-1)).toEqual([]);
 		} finally {
-			pollWindow.maxOpen = maxOpen;
 			await own.close();
 		}
-	});
+	}, 60000);
 
-	test('a lagging list: a job that enters the list 6 minutes after its creation, under 600 newer completions, is reported once, by the next check of the window', async () => {
+	test('more than 100 jobs processing: a followed one past the first 100 is read a page at a time, the next execution says so in a hint, and it is reported once', async () => {
 		const own = await createSandbox({ timing: null });
-		const later = (ms: number) => jest.spyOn(Date, 'now').mockReturnValue(Date.now() + ms);
 		try {
-			const t = await trigger({}, own);
+			const t = await trigger(VIDEO, own);
 			await t.activate();
-			own.setCreationTime(new Date(Date.now() - 6 * 60000).toISOString());
-			const late = await orderDirectly(own);
-			own.hideJob(late);
-			own.setCreationTime(null);
-			for (let n = 0; n < 600; n++) own.completeJob(await orderDirectly(own));
-			expect((await t.poll())!.length).toBe(600);
-			own.showJob(late);
-			own.completeJob(late);
-			// A quiet poll does not reach it (one page); the next check of the window does.
-			expect(await t.poll()).toBeNull();
-			const clock = later(61000);
-			try {
-				expect((await t.poll())!.map((i) => i.json.id)).toEqual([late]);
-			} finally {
-				clock.mockRestore();
-			}
-			const again = later(20 * 61000);
-			try {
-				expect(await t.poll()).toBeNull();
-			} finally {
-				again.mockRestore();
-			}
-			expect(reportedIds(t).filter((id) => id === late)).toEqual([late]);
+			const followed = await orderDirectly(own, { metadata: { team: 'video' } });
+			own.startJob(followed);
+			for (let n = 0; n < 101; n++)
+				own.startJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
+			expect(await nextPolls(t, 4)).toEqual([[], [], [], []]);
+			own.completeJob(followed);
+			const reported = await nextPolls(t, 3);
+			expect(reported.flat()).toEqual([followed]);
+			expect(t.hints.at(-1)).toEqual([
+				expect.objectContaining({
+					message:
+						"More than 100 jobs are processing: a followed job's completion may be reported some polls late.",
+				}),
+			]);
 		} finally {
 			await own.close();
 		}
