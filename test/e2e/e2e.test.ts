@@ -205,6 +205,13 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				readFileSync(example('poll-finished-jobs', 'wfPollFinished1', work, n8n.url), 'utf8'),
 			) as { nodes: Array<{ name: string; parameters: Record<string, unknown> }> };
 			polling.nodes.find((n) => n.name === 'Write SRT')!.parameters.options = { append: true };
+			// Polls every 15 s rather than every minute: the same trigger, less waiting.
+			polling.nodes.find((n) => n.name === 'Job Finished')!.parameters.pollTimes = {
+				item: [0, 15, 30, 45].map((second) => ({
+					mode: 'custom',
+					cronExpression: `${second} * * * * *`,
+				})),
+			};
 			await n8n.importWorkflows([
 				...[
 					['order-and-wait', 'wfOrderAndWait01'],
@@ -824,7 +831,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			async () => {
 				sb.completeJob(queuedBefore);
 				await orderAndComplete('Dashboard One');
-				// The next scheduled poll (every minute) writes both.
+				// The next scheduled poll (every 15 s) writes both.
 				await waitFor(
 					async () =>
 						existsSync(polled('Dashboard One')) && existsSync(polled('Queued Before'))
