@@ -19,6 +19,8 @@ async function runVersion(version: string, first: boolean, tgz: string): Promise
 		'-c',
 		'jest.e2e.config.js',
 		'--runInBand',
+		// Each test's time too: what a slow CI spends its minutes on.
+		'--verbose',
 		'--testPathIgnorePatterns',
 		...ignore,
 		'--',
