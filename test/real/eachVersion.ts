@@ -1,7 +1,8 @@
 // npm run test:e2e: the e2e suites for each n8n version at once, one jest process per version (each
 // n8n instance, sandbox and port is its own), so that the two cores are both in use. The package is
 // packed once, before either starts (a pack builds dist/, which two packs at once would race on).
-// Suites that are not per version (the scanner, the AI tool) run once, with the first version.
+// Suites that are not per version (the scanner, the AI tool) run once, with the last version (1.x:
+// its suites end sooner).
 // Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -12,8 +13,8 @@ const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').f
 const ONCE = ['scanner\\.test\\.ts$', 'agentTool\\.test\\.ts$'];
 const root = path.join(__dirname, '..', '..');
 
-async function runVersion(version: string, first: boolean, tgz: string): Promise<number> {
-	const ignore = ['/node_modules/', 'queue\\.test\\.ts$', ...(first ? [] : ONCE)];
+async function runVersion(version: string, once: boolean, tgz: string): Promise<number> {
+	const ignore = ['/node_modules/', 'queue\\.test\\.ts$', ...(once ? [] : ONCE)];
 	const args = [
 		path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
 		'-c',
@@ -51,6 +52,8 @@ async function runVersion(version: string, first: boolean, tgz: string): Promise
 
 void (async () => {
 	const tgz = await packPackage();
-	const codes = await Promise.all(VERSIONS.map(async (v, n) => await runVersion(v, n === 0, tgz)));
+	const codes = await Promise.all(
+		VERSIONS.map(async (v, n) => await runVersion(v, n === VERSIONS.length - 1, tgz)),
+	);
 	process.exit(codes.every((c) => c === 0) ? 0 : 1);
 })();
