@@ -11,7 +11,13 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
-import { BURST_CREDENTIAL_ID, fireBurst, importBurstWorkflows, prepareBurst } from './burst';
+import {
+	activateBurstWorkflows,
+	BURST_CREDENTIAL_ID,
+	fireBurst,
+	importBurstWorkflows,
+	prepareBurst,
+} from './burst';
 import { executionsApi } from './executions';
 import { pollingWorkflow } from './flood';
 import type { N8n } from './instance';
@@ -71,6 +77,7 @@ export async function runSharedKey(
 	limited = true,
 ): Promise<SharedKeyResult> {
 	const api = executionsApi(() => n8n);
+	await activateBurstWorkflows(n8n, true);
 	await api.activate([BATCH_WORKFLOW, POLL_WORKFLOW]);
 	const order = async (body: object) => {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
