@@ -7,16 +7,18 @@
 // - the Captioning Polling Trigger (every 10 s, Attach Captions) reports 100 finished jobs.
 // Every request carries the same key. What counts is how many the service refused (429) and how long
 // it all took against the floor the limits set.
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
 import {
 	activateBurstWorkflows,
+	BURST_CAPTIONS_WORKFLOW,
 	BURST_CREDENTIAL_ID,
 	fireBurst,
 	importBurstWorkflows,
 	prepareBurst,
+	srtPath,
 } from './burst';
 import { executionsApi } from './executions';
 import { pollingWorkflow } from './flood';
@@ -64,6 +66,8 @@ export interface SharedKeyResult {
 	/** max(reads / read limit, writes / write limit). */
 	floorSeconds: number;
 	burstExecutions: number;
+	/** Burst jobs whose SRT was appended more than once: a job that ran twice. */
+	burstRanTwice: number;
 	burstSenderTimeouts: number;
 	polledReported: number;
 	batchStatus: string;
@@ -128,6 +132,14 @@ export async function runSharedKey(
 			},
 			240000,
 		);
+		await api.untilEnded(BURST_CAPTIONS_WORKFLOW);
+		const burstRanTwice = burstJobs.filter((id) => {
+			const file = srtPath(path.join(work, 'burst'), id);
+			return (
+				existsSync(file) &&
+				(readFileSync(file, 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length > 1
+			);
+		}).length;
 		const requests = sb.ledger.requests.filter((r) => r.keyName === 'full');
 		const passed = requests.filter((r) => r.status !== 429);
 		const reads = passed.filter((r) => r.method === 'GET').length;
@@ -145,6 +157,7 @@ export async function runSharedKey(
 			seconds: (last - started) / 1000,
 			floorSeconds: Math.max(reads / SHARED.readLimit, writes / SHARED.writeLimit),
 			burstExecutions: burst.executions,
+			burstRanTwice,
 			burstSenderTimeouts: burst.senderTimeouts,
 			polledReported: written().length,
 			batchStatus: batchRun.status,
