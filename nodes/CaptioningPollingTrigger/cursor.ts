@@ -16,7 +16,13 @@ import { NodeApiError } from 'n8n-workflow';
 import { metadataMatches } from '../Captioning/listing/filters';
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { jobPages, listJobs, PAGE_SIZE, readJob } from '../Captioning/transport/jobs';
+import {
+	jobPages,
+	listJobs,
+	notInWorkspace,
+	PAGE_SIZE,
+	readJob,
+} from '../Captioning/transport/jobs';
 
 /** How many reported jobs are remembered (a net for a state that n8n saved before a restart). */
 const REMEMBERED_REPORTS = 1000;
@@ -161,7 +167,7 @@ async function readFrom(poll: Poll, id: string): Promise<number> {
 	});
 	if (poll.checked.has(id)) return end ?? created;
 	const job = await readJob(poll.ctx, id).catch((error: unknown) => {
-		if (error instanceof NodeApiError && error.httpCode === '404') return undefined;
+		if (notInWorkspace(error)) return undefined;
 		throw error;
 	});
 	poll.checked.add(id);

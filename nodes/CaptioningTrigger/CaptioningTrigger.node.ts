@@ -7,7 +7,7 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeApiError, NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
@@ -16,6 +16,7 @@ import { respond } from '../Captioning/events/verify';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { destinationProblem, eventProblem, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
+import { notInWorkspace } from '../Captioning/transport/jobs';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
 import { serviceOf } from '../Captioning/transport/service';
 import { readBackLimits, readUntilShown } from './readBack';
@@ -154,7 +155,7 @@ async function checked(
 	if (!verify && !(attach && type === 'job.completed')) return input;
 	const status = STATUS_OF[type];
 	const job = await readUntilShown(ctx, posted, status);
-	if (job instanceof NodeApiError && job.httpCode === '404') return undefined;
+	if (notInWorkspace(job)) return undefined;
 	if (job instanceof Error) throw job;
 	if (job.status !== status) {
 		if (job.status === 'completed' || job.status === 'cancelled') return undefined;

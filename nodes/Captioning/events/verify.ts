@@ -1,11 +1,11 @@
 // A job event at a webhook (the Captioning Trigger, On Webhook's resume): the webhook's own answer,
 // and whether the job as read backs the event up.
 import type { IDataObject, IWebhookFunctions, IWebhookResponseData } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
 
 import type { CaptioningEvent } from '../model/events';
 import { destinationProblem, verificationProblem } from '../model/events';
 import type { Job } from '../model/types';
+import { notInWorkspace } from '../transport/jobs';
 
 /** Answers a webhook request with a status and a JSON body, telling n8n not to answer again. */
 export function respond(
@@ -28,8 +28,7 @@ export function backsUp(
 	event: CaptioningEvent,
 	job: Job | Error,
 ): { job: Job } | { status: number; error: string } {
-	if (job instanceof NodeApiError && job.httpCode === '404')
-		return { status: 403, error: 'its job is not in this workspace' };
+	if (notInWorkspace(job)) return { status: 403, error: 'its job is not in this workspace' };
 	if (job instanceof Error)
 		return { status: 503, error: `the job could not be read (${job.message})` };
 	const mismatch = verificationProblem(event, job);

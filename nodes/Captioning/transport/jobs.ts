@@ -1,6 +1,7 @@
 // Reading jobs: one job, the job list page after page, and many jobs at once (Poll's rounds, On
 // Webhook's events, the triggers' bursts) in as few requests as the interface allows.
 import type { IDataObject } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import type { Job, JobList } from '../model/types';
 import type { ApiContext, ApiRequestOptions } from './index';
@@ -12,6 +13,10 @@ export const PAGE_SIZE = 100;
 /** What a read passes on to apiRequest. */
 type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'position' | 'retry'>;
 type PageOptions = ReadRequest & { max?: number };
+
+/** A read answered 404: the job is not in this workspace (deleted, or another workspace's). */
+export const notInWorkspace = (error: unknown): boolean =>
+	error instanceof NodeApiError && error.httpCode === '404';
 
 /** GET /jobs/{id}: one job as the API returns it (or its NodeApiError, 404 when not in the workspace). */
 export async function readJob(

@@ -9,13 +9,12 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
 
 import { backsUp, respond } from '../events/verify';
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal, webhookOwnPath } from '../model/events';
 import type { Job } from '../model/types';
-import { jobPages, readJob } from '../transport/jobs';
+import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
 import { itemsOf } from './webhook';
 
@@ -123,7 +122,7 @@ async function outcomeOf(
 		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
 		own ??= orderedHereOrNot(await readJob(ctx, event.data.id), path);
 	} catch (error) {
-		if (!(error instanceof NodeApiError && error.httpCode === '404'))
+		if (!notInWorkspace(error))
 			return { kind: 'notYet', why: `the jobs could not be read (${(error as Error).message})` };
 		own = undefined;
 	}
