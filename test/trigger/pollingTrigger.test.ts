@@ -44,6 +44,28 @@ async function nextPolls(t: PolledTrigger, n: number): Promise<string[][]> {
 }
 
 /**
+ * `quiet` polls that report nothing and read at most 2 pages of the job list each; then the followed
+ * jobs complete, and the next two polls report each once (a third, nothing).
+ */
+async function quietThenReported(
+	t: PolledTrigger,
+	sandbox: Sandbox,
+	followed: string[],
+	quiet: number,
+): Promise<void> {
+	for (let n = 0; n < quiet; n++) {
+		sandbox.resetLedger();
+		expect(await t.poll()).toBeNull();
+		expect(reads(sandbox).length).toBeLessThanOrEqual(2);
+		expect(reads(sandbox).filter((r) => r.route !== 'GET /jobs')).toEqual([]);
+	}
+	followed.forEach((id) => sandbox.completeJob(id));
+	const after = await nextPolls(t, 3);
+	expect(after.slice(0, 2).flat().sort()).toEqual([...followed].sort());
+	expect(after[2]).toEqual([]);
+}
+
+/**
  * A workspace created oldest first, a minute apart: 'video', a job that fits VIDEO (queued); a
  * number, that many queued jobs VIDEO excludes, created within that minute. The video jobs' ids.
  */
@@ -514,16 +536,7 @@ describe('what a poll costs', () => {
 			await t.activate();
 			// The open lists, all of them (6 pages and 1), and the newest page.
 			expect(reads(own)).toHaveLength(8);
-			for (let n = 0; n < 6; n++) {
-				own.resetLedger();
-				expect(await t.poll()).toBeNull();
-				expect(reads(own).length).toBeLessThanOrEqual(2);
-				expect(reads(own).filter((r) => r.route !== 'GET /jobs')).toEqual([]);
-			}
-			followed.forEach((id) => own.completeJob(id));
-			const after = await nextPolls(t, 3);
-			expect(after.slice(0, 2).flat().sort()).toEqual([...followed].sort());
-			expect(after[2]).toEqual([]);
+			await quietThenReported(t, own, followed, 6);
 		} finally {
 			await own.close();
 		}
@@ -543,15 +556,7 @@ describe('what a poll costs', () => {
 				own.completeJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
 			// Two polls read the newer jobs (a job may enter the list late); then they are quiet.
 			expect(await nextPolls(t, 2)).toEqual([[], []]);
-			for (let n = 0; n < 4; n++) {
-				own.resetLedger();
-				expect(await t.poll()).toBeNull();
-				expect(reads(own).length).toBeLessThanOrEqual(2);
-			}
-			followed.forEach((id) => own.completeJob(id));
-			const after = await nextPolls(t, 3);
-			expect(after.slice(0, 2).flat().sort()).toEqual([...followed].sort());
-			expect(after[2]).toEqual([]);
+			await quietThenReported(t, own, followed, 4);
 		} finally {
 			await own.close();
 		}
