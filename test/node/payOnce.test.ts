@@ -449,7 +449,7 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 });
 
 describe("the order's tag never costs the user an order", () => {
-	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed), the refusal learned once', async () => {
+	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed)', async () => {
 		const limits = sb.limits as { metadataKeysMax: number };
 		const max = limits.metadataKeysMax;
 		limits.metadataKeysMax = 5;

@@ -21,7 +21,6 @@ import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from
 import type { Order, Placed, RunOrders } from './runOrders';
 import type { OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
-import { tagFits, tagRefused } from './metadataLimits';
 
 /** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
 function retryContext(ctx: IExecuteFunctions): {
@@ -140,12 +139,8 @@ async function bodyOf(
 	tag?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
-	const { keyDigest, webhookToken } = await serviceOf(ctx, i);
-	withWebhookToken(ctx, i, body, webhookToken);
-	if (tag) {
-		const metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
-		if (tagFits(keyDigest, Object.keys(metadata).length)) body.metadata = metadata;
-	}
+	withWebhookToken(ctx, i, body, (await serviceOf(ctx, i)).webhookToken);
+	if (tag) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
 	if (order.s3) body.media_url = signedLink(order);
@@ -216,8 +211,7 @@ async function placeKeyed(
 
 /**
  * POST /jobs with the key. A workspace that takes fewer metadata keys than the order's with its tag
- * refuses it (400, nothing kept): the order goes again untagged, and once that is taken, orders
- * with as many keys go untagged at once (metadataLimits.ts).
+ * refuses it (400, nothing kept): the order goes again untagged.
  */
 async function post(
 	ctx: IExecuteFunctions,
@@ -241,9 +235,7 @@ async function post(
 			throw error as NodeApiError;
 		const metadata = { ...body.metadata };
 		delete metadata[ORDER_TAG];
-		const placed = await post(ctx, i, { ...body, metadata }, key, onUnknownOutcome);
-		tagRefused((await serviceOf(ctx, i)).keyDigest, Object.keys(body.metadata!).length);
-		return placed;
+		return await post(ctx, i, { ...body, metadata }, key, onUnknownOutcome);
 	}
 }
 
