@@ -22,27 +22,12 @@ import { itemsOf } from './webhook';
 const orderedHere = (job: Job, path: string) =>
 	webhookOwnPath(String(job.options?.webhook_url ?? '')) === path;
 
-/** Per waiting execution (its URL's path): the open list that last held one of its jobs. */
-const openListOf = new Map<string, 'queued' | 'processing'>();
-const OPEN_LISTS_KEPT = 1000;
-
-/**
- * A job ordered with this execution's URL that the first page of an open list shows, if any: the
- * list that held one last time first (a read an event while the batch runs), then the other.
- */
+/** A job ordered with this execution's URL that the first page of an open list shows, if any. */
 async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
-	const first = openListOf.get(path) ?? 'processing';
-	for (const status of [first, first === 'queued' ? 'processing' : 'queued'] as const) {
-		for await (const page of jobPages(ctx, { status })) {
-			const open = page.find((job) => orderedHere(job, path));
-			if (open) {
-				openListOf.delete(path);
-				openListOf.set(path, status);
-				if (openListOf.size > OPEN_LISTS_KEPT) openListOf.delete(openListOf.keys().next().value!);
-				return open;
-			}
-			break;
-		}
+	for (const status of ['processing', 'queued'] as const) {
+		const page = (await jobPages(ctx, { status }).next()).value || [];
+		const open = page.find((job: Job) => orderedHere(job, path));
+		if (open) return open;
 	}
 	return undefined;
 }
