@@ -49,7 +49,7 @@ export const sharedKey: Section = {
 			const r = await measure(env, true);
 			const floor = Math.max(r.floorSeconds, free.seconds);
 			log(
-				`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads (${JSON.stringify(r.readsByRoute)}) and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s, ${r.burstRanTwice} jobs run twice; polled: ${r.polledReported}; batch: ${r.batchStatus}`,
+				`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads (${JSON.stringify(r.readsByRoute)}) and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s, ${r.burstRanTwice} jobs run twice; polled: ${r.polledReported}, ${r.polledTwice} reported twice; batch: ${r.batchStatus}`,
 			);
 			const share = round(r.refused / r.requests, 3);
 			const vsFloor = round(r.seconds / floor);

@@ -70,6 +70,8 @@ export interface SharedKeyResult {
 	burstRanTwice: number;
 	burstSenderTimeouts: number;
 	polledReported: number;
+	/** Polled jobs whose SRT was appended more than once: a job reported twice. */
+	polledTwice: number;
 	batchStatus: string;
 }
 
@@ -133,13 +135,16 @@ export async function runSharedKey(
 			240000,
 		);
 		await api.untilEnded(BURST_CAPTIONS_WORKFLOW);
-		const burstRanTwice = burstJobs.filter((id) => {
-			const file = srtPath(path.join(work, 'burst'), id);
-			return (
-				existsSync(file) &&
-				(readFileSync(file, 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length > 1
-			);
-		}).length;
+		const copies = (file: string) =>
+			existsSync(file)
+				? (readFileSync(file, 'utf8').match(/^1\n00:00:00,000 --> /gm) ?? []).length
+				: 0;
+		const burstRanTwice = burstJobs.filter(
+			(id) => copies(srtPath(path.join(work, 'burst'), id)) > 1,
+		).length;
+		const polledTwice = polled.filter(
+			(id) => copies(path.join(work, 'polled', `${id}.srt`)) > 1,
+		).length;
 		const requests = sb.ledger.requests.filter((r) => r.keyName === 'full');
 		const passed = requests.filter((r) => r.status !== 429);
 		const reads = passed.filter((r) => r.method === 'GET').length;
@@ -160,6 +165,7 @@ export async function runSharedKey(
 			burstRanTwice,
 			burstSenderTimeouts: burst.senderTimeouts,
 			polledReported: written().length,
+			polledTwice,
 			batchStatus: batchRun.status,
 		};
 	} finally {
