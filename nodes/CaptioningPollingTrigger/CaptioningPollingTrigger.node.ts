@@ -60,32 +60,21 @@ export class CaptioningPollingTrigger implements INodeType {
 
 	/**
 	 * One poll: the jobs that finished since the last one, as read (no download: a poll only reads the
-	 * job list, so it ends quickly and polls do not overlap). n8n stores an execution with them and
-	 * runs execute() in it.
+	 * job list, so it ends quickly). n8n stores an execution with them and runs execute() in it. n8n
+	 * starts a poll at every Poll Time without waiting for the last one, and a poll held up (under
+	 * load, by an expression isolate's start or the key's rate limit) runs beside the next: both
+	 * would start from the same static data and report the same jobs. So a poll that finds one of
+	 * its node under way in this process reads nothing; the one under way or the next reports them.
 	 */
 	async poll(this: IPollFunctions): Promise<INodeExecutionData[][] | null> {
-		const state = this.getWorkflowStaticData('node') as PollState;
-		const filters = this.getNodeParameter('filters', {}) as IDataObject;
-		if (state.filters !== filtersKey(filters) || state.floor === undefined) {
-			// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
-			Object.assign(state, await firstState(this, filters));
-			return null;
+		const key = `${this.getWorkflow().id ?? ''}:${this.getNode().id ?? this.getNode().name}`;
+		if (pollsUnderWay.has(key)) return null;
+		pollsUnderWay.add(key);
+		try {
+			return await pollOnce(this);
+		} finally {
+			pollsUnderWay.delete(key);
 		}
-		const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], filters);
-		const { due, next } = await finishedSince(this, state, filters, wanted);
-		for (const notice of next.notices ?? [])
-			if (!state.notices?.includes(notice))
-				this.logger.warn(`Captioning Polling Trigger: ${notice}`);
-		// The state moves on only with the execution: n8n saves static data when a poll returns items.
-		Object.assign(state, next);
-		if (!due.length) return null;
-		// The bounds polls reached go with the execution, which shows them as hints.
-		const items = due.map(eventItem);
-		if (state.notices?.length) {
-			items[0].json[NOTICES] = state.notices;
-			state.notices = [];
-		}
-		return [items];
 	}
 
 	/**
@@ -109,6 +98,34 @@ export class CaptioningPollingTrigger implements INodeType {
 		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
 		return [await withCaptions(this, items, attach)];
 	}
+}
+
+/** Polls under way in this process, by workflow and node (see poll()). */
+const pollsUnderWay = new Set<string>();
+
+/** One poll of the node (see poll()). */
+async function pollOnce(ctx: IPollFunctions): Promise<INodeExecutionData[][] | null> {
+	const state = ctx.getWorkflowStaticData('node') as PollState;
+	const filters = ctx.getNodeParameter('filters', {}) as IDataObject;
+	if (state.filters !== filtersKey(filters) || state.floor === undefined) {
+		// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
+		Object.assign(state, await firstState(ctx, filters));
+		return null;
+	}
+	const wanted = wantedJobs(ctx.getNodeParameter('events', []) as EventType[], filters);
+	const { due, next } = await finishedSince(ctx, state, filters, wanted);
+	for (const notice of next.notices ?? [])
+		if (!state.notices?.includes(notice)) ctx.logger.warn(`Captioning Polling Trigger: ${notice}`);
+	// The state moves on only with the execution: n8n saves static data when a poll returns items.
+	Object.assign(state, next);
+	if (!due.length) return null;
+	// The bounds polls reached go with the execution, which shows them as hints.
+	const items = due.map(eventItem);
+	if (state.notices?.length) {
+		items[0].json[NOTICES] = state.notices;
+		state.notices = [];
+	}
+	return [items];
 }
 
 /** Where a poll's item carries the bounds reached to the execution (taken off there, shown as hints). */

@@ -309,6 +309,20 @@ describe('exactly once', () => {
 		expect(new Set(reported)).toEqual(new Set(ids));
 	});
 
+	test('two polls at once (n8n starts one at each Poll Time, also while the last one still reads): each job once', async () => {
+		const t = await trigger();
+		const id = await orderDirectly(sb);
+		await t.activate();
+		sb.completeJob(id);
+		// The sandbox answers slowly, so the second poll starts while the first reads.
+		sb.setLatency(100);
+		const both = await Promise.all([t.poll(), t.poll()]);
+		sb.setLatency(0);
+		expect(both.filter((items) => items !== null)).toHaveLength(1);
+		expect(await nextPolls(t, 2)).toEqual([[], []]);
+		expect(reportedIds(t)).toEqual([id]);
+	});
+
 	test('n8n restarted between polls (static data as last saved) loses and repeats nothing', async () => {
 		const t = await trigger();
 		await t.activate();
