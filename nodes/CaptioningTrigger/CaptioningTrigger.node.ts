@@ -12,9 +12,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
-import { respond } from '../Captioning/events/verify';
+import { respond } from '../Captioning/events/respond';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
-import { destinationProblem, eventProblem, STATUS_OF } from '../Captioning/model/events';
+import { eventProblem, orderedWith, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { notInWorkspace } from '../Captioning/transport/jobs';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
@@ -163,8 +163,7 @@ async function checked(
 			description: `Event ${String(posted.event_id)} reports ${type}, but after ${Math.round(readBackLimits.statusWaitMs / 60000)} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
 		});
 	}
-	if (verify && destinationProblem(job, `/${ctx.getNode().webhookId ?? ''}/captioning`))
-		return undefined;
+	if (verify && !orderedWith(job, `/${ctx.getNode().webhookId ?? ''}/captioning`)) return undefined;
 	return jobEventItem(job, {
 		id: String(posted.event_id),
 		type,

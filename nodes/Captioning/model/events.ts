@@ -1,5 +1,5 @@
 // The service's events (interface part 6) and the statuses they report: their shape, what is
-// final, and whether a job (as read from the API) backs an event up. Imports nothing of the package.
+// final, and which webhook a job was ordered with. Imports nothing of the package.
 import type { IDataObject } from 'n8n-workflow';
 
 import type { Job } from './types';
@@ -44,14 +44,6 @@ export function eventProblem(body: unknown): string | undefined {
 	return undefined;
 }
 
-/** Why the job as read does not back the event up, or undefined when it does. */
-export function verificationProblem(event: CaptioningEvent, job: Job): string | undefined {
-	if (job.status !== STATUS_OF[event.type]) {
-		return `the event says ${event.type} but the job's status is ${job.status}`;
-	}
-	return undefined;
-}
-
 export const EVENT_OF_STATUS = Object.fromEntries(
 	EVENT_TYPES.map((type) => [STATUS_OF[type], type]),
 ) as Partial<Record<Job['status'], EventType>>;
@@ -75,11 +67,8 @@ export function webhookOwnPath(url: string): string {
 	return pathname.split('/').filter(Boolean).slice(-2).join('/');
 }
 
-/** Why the job was not meant for the webhook called at `calledUrl`, or undefined when it was. */
-export function destinationProblem(job: Job, calledUrl: string): string | undefined {
+/** Whether the job was ordered with the webhook at `url` (compared by their own addresses). */
+export function orderedWith(job: Job, url: string): boolean {
 	const orderedFor = webhookOwnPath(String(job.options?.webhook_url ?? ''));
-	if (orderedFor && orderedFor === webhookOwnPath(calledUrl)) return undefined;
-	return orderedFor
-		? `job ${job.id} was ordered with another Webhook URL, so its events are not for this workflow`
-		: `job ${job.id} was ordered without a Webhook URL, so no event of it is for this workflow`;
+	return orderedFor !== '' && orderedFor === webhookOwnPath(url);
 }

@@ -10,23 +10,26 @@ import type {
 	IWebhookResponseData,
 } from 'n8n-workflow';
 
-import { backsUp, respond } from '../events/verify';
+import { respond } from '../events/respond';
 import type { CaptioningEvent } from '../model/events';
-import { EVENT_OF_STATUS, eventProblem, isFinal, webhookOwnPath } from '../model/events';
+import {
+	EVENT_OF_STATUS,
+	eventProblem,
+	isFinal,
+	orderedWith,
+	STATUS_OF,
+	webhookOwnPath,
+} from '../model/events';
 import type { Job } from '../model/types';
 import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
 import { itemsOf } from './webhook';
 
-/** Whether a job was ordered with this execution's URL (compared by its own path: execution and node). */
-const orderedHere = (job: Job, path: string) =>
-	webhookOwnPath(String(job.options?.webhook_url ?? '')) === path;
-
 /** A job ordered with this execution's URL that the first page of an open list shows, if any. */
 async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
 	for (const status of ['processing', 'queued'] as const) {
 		const page = (await jobPages(ctx, { status }).next()).value || [];
-		const open = page.find((job: Job) => orderedHere(job, path));
+		const open = page.find((job: Job) => orderedWith(job, path));
 		if (open) return open;
 	}
 	return undefined;
@@ -48,7 +51,7 @@ async function readBatch(ctx: IWebhookFunctions, path: string): Promise<ReadBack
 	const read: ReadBack = { byItem: new Map(), of: 0 };
 	let pages = 0;
 	for await (const page of jobPages(ctx)) {
-		for (const job of page.filter((j) => orderedHere(j, path))) {
+		for (const job of page.filter((j) => orderedWith(j, path))) {
 			const named = itemsOf(job.options?.webhook_url);
 			read.of ||= named.of;
 			for (const item of named.items) read.byItem.set(item, job);
@@ -84,8 +87,9 @@ type Outcome =
 	/** Another job of the batch is still open: its own event resumes the execution. */
 	| { kind: 'sleepOn' }
 	/** The event's job, or the batch, does not show final yet (or could not be read): read again. */
-	| { kind: 'notYet'; why: string }
-	| { kind: 'refused'; error: string };
+	| { kind: 'notYet' }
+	/** The event's job is not in the workspace, or was not ordered with this execution's URL. */
+	| { kind: 'refused' };
 
 async function outcomeOf(
 	ctx: IWebhookFunctions,
@@ -96,31 +100,23 @@ async function outcomeOf(
 	let own: Job | undefined;
 	try {
 		const open = await openJobOf(ctx, path);
-		if (open?.id === event.data.id)
-			return { kind: 'notYet', why: `the job's status is ${open.status}` };
-		if (open) return { kind: 'sleepOn' };
+		if (open) return { kind: open.id === event.data.id ? 'notYet' : 'sleepOn' };
 		read = await readBatch(ctx, path);
 		// A job of the batch still open (on a later page of its list, or it moved on since): its own
 		// event resumes the execution.
 		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
 		if (stillOpen && stillOpen.id !== event.data.id) return { kind: 'sleepOn' };
 		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
-		own ??= orderedHereOrNot(await readJob(ctx, event.data.id), path);
+		own ??= await readJob(ctx, event.data.id);
 	} catch (error) {
-		if (!notInWorkspace(error))
-			return { kind: 'notYet', why: `the jobs could not be read (${(error as Error).message})` };
-		own = undefined;
+		if (!notInWorkspace(error)) return { kind: 'notYet' };
 	}
-	if (!own)
-		return { kind: 'refused', error: `job ${event.data.id} is not one this execution waits for` };
-	const checked = backsUp(ctx, event, own);
-	if ('error' in checked)
-		return checked.status === 503
-			? { kind: 'notYet', why: checked.error }
-			: { kind: 'refused', error: checked.error };
-	if (!complete(read!) || [...read!.byItem.values()].some((job) => !isFinal(job)))
-		return { kind: 'notYet', why: 'the jobs of this execution do not all show yet' };
-	return { kind: 'resume', output: outputOf(read!, event) };
+	if (!own || !orderedWith(own, path)) return { kind: 'refused' };
+	const shown =
+		own.status === STATUS_OF[event.type] &&
+		complete(read!) &&
+		[...read!.byItem.values()].every(isFinal);
+	return shown ? { kind: 'resume', output: outputOf(read!, event) } : { kind: 'notYet' };
 }
 
 /** How long an event waits in its request for reads to show what it reports (it may come first). */
@@ -148,12 +144,11 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 		const outcome = await outcomeOf(this, event, path);
 		if (outcome.kind === 'resume') return { workflowData: [outcome.output] };
 		if (outcome.kind === 'refused')
-			return respond(this, 403, { error: `Event refused: ${outcome.error}.` });
+			return respond(this, 403, {
+				error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
+			});
 		if (outcome.kind === 'sleepOn' || Date.now() + delay > until)
 			return { webhookResponse: { received: true, resumed: false } };
 		await sleep(delay);
 	}
 }
-
-/** The job if it was ordered with this execution's URL. */
-const orderedHereOrNot = (job: Job, path: string) => (orderedHere(job, path) ? job : undefined);
