@@ -14,7 +14,11 @@ export class BatchStopped extends Error {
 }
 
 interface Waiter {
-	/** Its position among the run's requests (the item index): the lowest first. */
+	/**
+	 * Its position among the run's requests (the item index): the lowest first, so an item's next
+	 * request (a retry after a 429, its POST after its upload) goes before later items' first ones,
+	 * and no item waits out its budget behind the rest of the batch.
+	 */
 	rank: number;
 	resolve: () => void;
 	reject: (error: Error) => void;
