@@ -70,7 +70,7 @@ function recentWith(reader: Reader, id: string, status: Job['status']): Job | un
 		: undefined;
 }
 
-function keep(reader: Reader, job: Job): void {
+function remember(reader: Reader, job: Job): void {
 	if (!isFinal(job)) return;
 	reader.recent.delete(job.id);
 	reader.recent.set(job.id, { job, at: Date.now() });
@@ -98,7 +98,7 @@ async function drain(reader: Reader): Promise<void> {
 					batch[0].ctx,
 					batch.map((w) => w.job),
 					{
-						seen: (job) => keep(reader, job),
+						seen: (job) => remember(reader, job),
 						// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
 						maxPages: Math.min(batch.length, readBackLimits.maxPages),
 					},
