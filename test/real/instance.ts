@@ -2,15 +2,7 @@
 // this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
 // self-signed certificate, driven through its CLI and REST API.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import {
-	closeSync,
-	mkdirSync,
-	mkdtempSync,
-	openSync,
-	readFileSync,
-	rmSync,
-	writeFileSync,
-} from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,88 +11,14 @@ import { promisify } from 'node:util';
 import { Agent, request } from 'undici';
 
 import { tlsPair } from '../helpers/https';
+import type { N8nInstall } from './install';
+import { copyTemplate, userFolderTemplate } from './userFolder';
 
 const run = promisify(execFile);
 const root = path.resolve(__dirname, '../..');
 
-export interface N8nInstall {
-	version: string;
-	dir: string;
-	/** The folder holding the node binary this n8n runs on. */
-	nodeBin: string;
-}
-
-/**
- * Installs (or finds in the cache) n8n of a version; minutes the first time, instant after. With
- * `progress`, says every 10 s how long it has taken and how many packages npm has fetched, and
- * passes on npm's errors and its closing lines, so a first run never looks hung. npm's warnings
- * (dozens of ERESOLVE peer-dependency notes from n8n's own tree, harmless) are counted, not shown.
- */
-export async function installN8n(
-	version: string,
-	progress?: (line: string) => void,
-): Promise<N8nInstall> {
-	const script = path.join(__dirname, 'install-n8n.sh');
-	let stdout: string;
-	if (!progress) {
-		stdout = (
-			await run('bash', [script, version], { maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60 * 1000 })
-		).stdout;
-	} else {
-		stdout = await new Promise<string>((resolve, reject) => {
-			const child = spawn('bash', [script, version], {
-				env: { ...process.env, npm_config_loglevel: 'http' },
-				stdio: ['ignore', 'pipe', 'pipe'],
-			});
-			const started = Date.now();
-			let out = '';
-			let fetched = 0;
-			let warnings = 0;
-			let pending = '';
-			const elapsed = () => {
-				const seconds = Math.round((Date.now() - started) / 1000);
-				return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, '0')}s`;
-			};
-			let lastFetched = -1;
-			// Once every package is fetched npm unpacks and links them for minutes without a word.
-			const timer = setInterval(() => {
-				progress(
-					fetched > 0 && fetched === lastFetched
-						? `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched, npm is unpacking them…`
-						: `  installing n8n ${version}: ${elapsed()}, ${fetched} packages fetched so far…`,
-				);
-				lastFetched = fetched;
-			}, 10000);
-			child.stdout.on('data', (d) => (out += String(d)));
-			child.stderr.on('data', (d) => {
-				pending += String(d);
-				const lines = pending.split('\n');
-				pending = lines.pop()!;
-				for (const line of lines) {
-					if (/npm http fetch/.test(line)) fetched += 1;
-					else if (/^npm warn/.test(line)) warnings += 1;
-					else if (/^(added|changed|rebuilt|npm error)/.test(line)) progress(`  npm: ${line}`);
-				}
-			});
-			child.on('error', reject);
-			child.on('close', (code) => {
-				clearInterval(timer);
-				if (code === 0) {
-					const hidden =
-						warnings > 0
-							? ` (npm printed ${warnings} warnings about n8n's own dependencies, not shown: they are expected)`
-							: '';
-					progress(`  n8n ${version} ready after ${elapsed()}${hidden}`);
-					resolve(out);
-				} else {
-					reject(new Error(`installing n8n ${version} failed (exit ${code})`));
-				}
-			});
-		});
-	}
-	const dir = stdout.trim().split('\n').pop()!;
-	return { version, dir, nodeBin: readFileSync(path.join(dir, '.node-bin'), 'utf8').trim() };
-}
+export type { N8nInstall } from './install';
+export { installN8n } from './install';
 
 /**
  * Temp folders made here (n8n user folders with their database and binary store, the pack, CLI
@@ -179,8 +97,13 @@ export interface N8n {
 	url: string;
 	/** Runs an n8n CLI command with this instance's environment. */
 	cli(args: string[]): Promise<{ stdout: string; stderr: string }>;
-	/** Imports workflows (files of one workflow or an array) in one CLI run: each run boots n8n's CLI. */
-	importWorkflows(files: string[]): Promise<void>;
+	/**
+	 * Credentials (n8n's export format, plain `data`) and workflows (files of one workflow or an
+	 * array) to import: held until the next start or CLI run, then imported in one CLI run each,
+	 * credentials first (each CLI run boots n8n's CLI, 10-20 s on 2 cores).
+	 */
+	importCredentials(credentials: object[]): void;
+	importWorkflows(files: string[]): void;
 	start(): Promise<void>;
 	stop(): Promise<void>;
 	/** Kills the main process (SIGKILL): a crash. */
@@ -218,12 +141,6 @@ export async function createN8n(
 	extraEnv: NodeJS.ProcessEnv = {},
 ): Promise<N8n> {
 	const userFolder = tempFolder(`n8n-${install.version}-`);
-	const nodesDir = path.join(userFolder, '.n8n', 'nodes');
-	mkdirSync(nodesDir, { recursive: true });
-	writeFileSync(
-		path.join(nodesDir, 'package.json'),
-		JSON.stringify({ name: 'installed-nodes', private: true, dependencies: {} }),
-	);
 	const tgz = await packPackage();
 	// Not jest's environment: with NODE_ENV=test n8n runs in its own test mode and prints nothing.
 	const { NODE_ENV: _nodeEnv, JEST_WORKER_ID: _worker, ...inherited } = process.env;
@@ -232,12 +149,6 @@ export async function createN8n(
 		PATH: `${install.nodeBin}:${process.env.PATH}`,
 		npm_config_yes: 'true',
 	};
-	// As n8n's community-node installer does: --legacy-peer-deps keeps npm from pulling n8n-workflow.
-	await run(
-		'npm',
-		['install', tgz, '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund'],
-		{ cwd: nodesDir, env, maxBuffer: 16 * 1024 * 1024 },
-	);
 
 	const port = await freePort();
 	const { keyPath, certPath } = tlsPair();
@@ -264,8 +175,17 @@ export async function createN8n(
 		N8N_BLOCK_FILE_ACCESS_TO_N8N_FILES: 'false',
 		EXECUTIONS_DATA_SAVE_ON_SUCCESS: 'all',
 		NODE_OPTIONS: '--max-old-space-size=2048',
+		// Node 22 and later keep n8n's compiled modules for the next CLI run or start of this run's
+		// n8n (Node 20 ignores it): each CLI run boots n8n.
+		NODE_COMPILE_CACHE: path.join(path.dirname(tgz), `compile-cache-${install.version}`),
 		...extraEnv,
 	};
+	// A database of its own (queue mode) gets the installed package only. The migrated SQLite
+	// database is copied only where one pack serves many instances (test/real/eachVersion.ts): a
+	// single instance would pay the template's CLI run on top of its own first one.
+	const withDatabase =
+		!extraEnv.DB_TYPE && !extraEnv.N8N_ENCRYPTION_KEY && !!process.env.CAPTIONING_PACKAGE_TGZ;
+	copyTemplate(await userFolderTemplate(install, tgz, n8nEnv, withDatabase), userFolder);
 	const bin = path.join(install.dir, 'node_modules', 'n8n', 'bin', 'n8n');
 	let cookie = '';
 
@@ -339,6 +259,19 @@ export async function createN8n(
 		return spawned;
 	};
 	const main = await spawnProcess('start');
+	const pending = { credentials: [] as object[], workflows: [] as unknown[] };
+	const flushImports = async () => {
+		const { credentials, workflows } = pending;
+		pending.credentials = [];
+		pending.workflows = [];
+		if (credentials.length > 0)
+			await instance.cli([
+				'import:credentials',
+				`--input=${tempJson('credentials.json', credentials)}`,
+			]);
+		if (workflows.length > 0)
+			await instance.cli(['import:workflow', `--input=${tempJson('workflows.json', workflows)}`]);
+	};
 
 	const instance: N8n = {
 		install,
@@ -346,6 +279,7 @@ export async function createN8n(
 		port,
 		url: `https://127.0.0.1:${port}`,
 		async cli(args) {
+			if (!args[0].startsWith('import:')) await flushImports();
 			// Each n8n process starts a task broker: a CLI run beside the server needs a port of its own.
 			const env = { ...n8nEnv, N8N_RUNNERS_BROKER_PORT: String(await freePort()) };
 			// Its output goes to a file: n8n 1.122.5 exits before a pipe has taken a large output (an
@@ -366,14 +300,16 @@ export async function createN8n(
 					(d: Buffer) => (stderr = (stderr + d.toString()).slice(-64 * 1024)),
 				);
 				const killer = setTimeout(() => child.kill('SIGKILL'), 10 * 60 * 1000);
-				const code = await new Promise<number | null>((resolve, reject) => {
-					child.on('error', reject);
-					child.on('close', resolve);
-				}).finally(() => clearTimeout(killer));
+				const [code, signal] = await new Promise<[number | null, string | null]>(
+					(resolve, reject) => {
+						child.on('error', reject);
+						child.on('close', (c, s) => resolve([c, s]));
+					},
+				).finally(() => clearTimeout(killer));
 				const stdout = readFileSync(out, 'utf8');
 				if (code !== 0)
 					throw new Error(
-						`n8n ${args[0]} failed: exit code ${code}\n${stdout.slice(-3000)}\n${stderr.slice(-2000)}`,
+						`n8n ${args[0]} failed: exit code ${code}, signal ${signal}\n${stdout.slice(-3000)}\n${stderr.slice(-2000)}`,
 					);
 				return { stdout, stderr };
 			} finally {
@@ -381,13 +317,17 @@ export async function createN8n(
 				rmSync(out, { force: true });
 			}
 		},
-		async importWorkflows(files) {
-			const all = files.flatMap((file) =>
-				[JSON.parse(readFileSync(file, 'utf8')) as unknown].flat(),
-			);
-			await instance.cli(['import:workflow', `--input=${tempJson('workflows.json', all)}`]);
+		importCredentials(credentials) {
+			pending.credentials.push(...credentials);
 		},
-		start: async () => await main.start(),
+		importWorkflows(files) {
+			for (const file of files)
+				pending.workflows.push(...[JSON.parse(readFileSync(file, 'utf8')) as unknown].flat());
+		},
+		async start() {
+			await flushImports();
+			await main.start();
+		},
 		stop: async () => await main.stop(),
 		kill: async () => await main.kill(),
 		async rest<T>(method: string, pathname: string, body?: unknown) {
