@@ -38,7 +38,7 @@ async function measure(env: NodeJS.ProcessEnv, yardstick: BurstTarget) {
 	const captionsTo = tempFolder('bench-burst600-srt-');
 	const n8n = await createN8n(await installN8n('2.41.1', log), [captionsTo], env);
 	try {
-		await importBurstWorkflows(n8n, sb, captionsTo);
+		importBurstWorkflows(n8n, sb, captionsTo);
 		await n8n.start();
 		await activateBurstWorkflows(n8n, true);
 		const webhook = await fireBurst(n8n, sb, yardstick, COUNT, { attempts: 10, duplicate: true });

@@ -20,7 +20,7 @@ export const crashBurst: Section = {
 		const captionsTo = tempFolder('bench-crash-srt-');
 		const n8n = await createN8n(await installN8n('2.41.1', log), [captionsTo]);
 		try {
-			await importBurstWorkflows(n8n, sb, captionsTo);
+			importBurstWorkflows(n8n, sb, captionsTo);
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
 			const k = await killMidBurst(n8n, sb, COUNT);

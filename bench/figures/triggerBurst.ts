@@ -18,7 +18,7 @@ async function measure() {
 	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 	const n8n = await createN8n(await installN8n('2.41.1', log));
 	try {
-		await importBurstWorkflows(n8n, sb);
+		importBurstWorkflows(n8n, sb);
 		await n8n.start();
 		await activateBurstWorkflows(n8n);
 		const firstTries = { trigger: [] as number[], webhookNode: [] as number[] };

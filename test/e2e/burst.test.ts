@@ -57,7 +57,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 				[captionsTo],
 				version.startsWith('2.') ? { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' } : {},
 			);
-			await importBurstWorkflows(n8n, sb, captionsTo);
+			importBurstWorkflows(n8n, sb, captionsTo);
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
 		},

@@ -63,14 +63,26 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 				[captionsTo],
 				version.startsWith('2.') ? { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' } : {},
 			);
-			await importBurstWorkflows(n8n, sb, captionsTo);
-			await n8n.cli([
-				'import:credentials',
-				`--input=${tempJson('killed-poll-credentials.json', [{ id: POLL_CREDENTIAL, name: POLL_CREDENTIAL, type: 'captioningApi', data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl } }])}`,
+			importBurstWorkflows(n8n, sb, captionsTo);
+			n8n.importCredentials([
+				{
+					id: POLL_CREDENTIAL,
+					name: POLL_CREDENTIAL,
+					type: 'captioningApi',
+					data: { apiKey: sb.keys.readOnly, baseUrl: sb.baseUrl },
+				},
 			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${tempJson('killed-poll.json', pollingWorkflow({ id: POLL_WORKFLOW, credentialId: POLL_CREDENTIAL, everySeconds: 10, out: polledTo, filters: { metadataKey: 'suite', metadataValue: 'killed-poll' } }))}`,
+			n8n.importWorkflows([
+				tempJson(
+					'killed-poll.json',
+					pollingWorkflow({
+						id: POLL_WORKFLOW,
+						credentialId: POLL_CREDENTIAL,
+						everySeconds: 10,
+						out: polledTo,
+						filters: { metadataKey: 'suite', metadataValue: 'killed-poll' },
+					}),
+				),
 			]);
 			await n8n.start();
 			await activateBurstWorkflows(n8n, true);
@@ -142,8 +154,14 @@ describe.each(VERSIONS)('n8n %s killed mid-run', (version) => {
 			const before = downloaded();
 			await n8n.start();
 			// Polls after the restart report what no stored execution holds; then every job is in one.
-			await new Promise((r) => setTimeout(r, 25000));
-			const { all, crashed, left, jobs } = await stored(POLL_WORKFLOW, since, killedAt);
+			// Read again until it is, for at most 25 s after the start (it used to be read once then).
+			const until = Date.now() + 25000;
+			let found = await stored(POLL_WORKFLOW, since, killedAt);
+			while (ids.some((id) => !found.jobs.has(id)) && Date.now() < until) {
+				await new Promise((r) => setTimeout(r, Math.min(2000, Math.max(0, until - Date.now()))));
+				found = await stored(POLL_WORKFLOW, since, killedAt);
+			}
+			const { all, crashed, left, jobs } = found;
 			const lost = ids.filter((id) => !jobs.has(id));
 			console.log(
 				`n8n ${version}, killed mid-report: ${before} of ${POLLED} captions downloaded before the kill; ${all.length} executions (${crashed.length} crashed, ${left} left new or running by n8n); jobs in no execution: ${lost.length}`,

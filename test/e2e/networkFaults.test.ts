@@ -117,7 +117,7 @@ describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 					},
 				])}`,
 			]);
-			await n8n.importWorkflows([
+			n8n.importWorkflows([
 				workflow('wfFaultReset001', order('reset'), 'faultsService'),
 				workflow('wfFaultRefused1', { resource: 'account', operation: 'get' }, 'faultsNobody'),
 				workflow('wfFaultSsrf0001', { resource: 'account', operation: 'get' }, 'faultsBlocked'),

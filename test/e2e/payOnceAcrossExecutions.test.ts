@@ -218,12 +218,16 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 			sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 			s3 = await startS3();
 			n8n = await createN8n(await installN8n(version), [work]);
-			await n8n.cli([
-				'import:credentials',
-				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+			n8n.importCredentials([
+				{
+					id: CREDENTIAL_ID,
+					name: 'Captioning account',
+					type: 'captioningApi',
+					data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+				},
 			]);
 			// One order at a time, so that the fourth fails after three went through.
-			await n8n.importWorkflows([
+			n8n.importWorkflows([
 				urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, {
 					batching: { concurrency: 1 },
 				}),
@@ -251,10 +255,7 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 						path.join(folder, `${name}.mp4`),
 						Buffer.alloc(2 * 1024 * 1024, `${id} ${name}`),
 					);
-				await n8n.cli([
-					'import:workflow',
-					`--input=${binaryWorkflow(id, folder, typeVersion, parameters)}`,
-				]);
+				n8n.importWorkflows([binaryWorkflow(id, folder, typeVersion, parameters)]);
 			}
 			// The Google Drive template's order node: Binary File, On Webhook, Custom Key (and the same with Automatic).
 			for (const [id, hook, parameters] of [
@@ -272,42 +273,44 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 						path.join(folder, `${name}.mp4`),
 						Buffer.alloc(1024 * 1024, `${id} ${name}`),
 					);
-				await n8n.cli([
-					'import:workflow',
-					`--input=${binaryWorkflow(id, folder, 1, { ...parameters, waitForCompletion: 'webhook', timeout: 240 }, hook)}`,
+				n8n.importWorkflows([
+					binaryWorkflow(
+						id,
+						folder,
+						1,
+						{ ...parameters, waitForCompletion: 'webhook', timeout: 240 },
+						hook,
+					),
 				]);
 			}
-			await n8n.cli([
-				'import:credentials',
-				`--input=${tempJson('aws.json', [
-					{
-						id: 'awsLocal',
-						name: 'Local S3',
-						type: 'aws',
-						data: {
-							region: 'us-east-1',
-							accessKeyId: s3.accessKeyId,
-							secretAccessKey: s3.secretAccessKey,
-							temporaryCredentials: false,
-							customEndpoints: true,
-							s3Endpoint: s3.endpoint,
-						},
+			n8n.importCredentials([
+				{
+					id: 'awsLocal',
+					name: 'Local S3',
+					type: 'aws',
+					data: {
+						region: 'us-east-1',
+						accessKeyId: s3.accessKeyId,
+						secretAccessKey: s3.secretAccessKey,
+						temporaryCredentials: false,
+						customEndpoints: true,
+						s3Endpoint: s3.endpoint,
 					},
-					{
-						id: 's3Media',
-						name: 'Local S3 media',
-						type: 'captioningS3Api',
-						data: {
-							region: 'us-east-1',
-							accessKeyId: s3.accessKeyId,
-							secretAccessKey: s3.secretAccessKey,
-							endpoint: s3.endpoint,
-							forcePathStyle: true,
-						},
+				},
+				{
+					id: 's3Media',
+					name: 'Local S3 media',
+					type: 'captioningS3Api',
+					data: {
+						region: 'us-east-1',
+						accessKeyId: s3.accessKeyId,
+						secretAccessKey: s3.secretAccessKey,
+						endpoint: s3.endpoint,
+						forcePathStyle: true,
 					},
-				])}`,
+				},
 			]);
-			await n8n.cli(['import:workflow', `--input=${s3Template(s3)}`]);
+			n8n.importWorkflows([s3Template(s3)]);
 			await n8n.start();
 			await activate(hooked);
 		},

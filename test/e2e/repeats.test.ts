@@ -134,9 +134,13 @@ describe.each(VERSIONS)('n8n %s: repeats and redirects', (version) => {
 			});
 			uploadId = created.id;
 			n8n = await createN8n(await installN8n(version), [files]);
-			await n8n.cli([
-				'import:credentials',
-				`--input=${tempJson('repeats-credentials.json', [{ id: CREDENTIAL, name: CREDENTIAL, type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
+			n8n.importCredentials([
+				{
+					id: CREDENTIAL,
+					name: CREDENTIAL,
+					type: 'captioningApi',
+					data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+				},
 			]);
 			const workflows: Array<[string, object, string?, string?]> = [
 				['wfRepeatUrl0001', order({ source: 'url', mediaUrl: `${MEDIA}/url.mp4` })],
@@ -158,8 +162,9 @@ describe.each(VERSIONS)('n8n %s: repeats and redirects', (version) => {
 					'five-keys',
 				],
 			];
-			for (const [id, parameters, file, hook] of workflows)
-				await n8n.cli(['import:workflow', `--input=${workflow(id, parameters, file, hook)}`]);
+			n8n.importWorkflows(
+				workflows.map(([id, parameters, file, hook]) => workflow(id, parameters, file, hook)),
+			);
 		},
 		40 * 60 * 1000,
 	);

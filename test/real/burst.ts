@@ -38,39 +38,40 @@ export const BURST_CREDENTIAL_ID = 'captioningBurst';
 const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
 
 /** The burst credentials: one with the token (or `rotated` to a new one, the old one kept as previous), one without. */
-export async function importBurstCredentials(n8n: N8n, sb: Sandbox, rotated?: string) {
+function burstCredentials(sb: Sandbox, rotated?: string): object[] {
 	const token = rotated
 		? { webhookToken: rotated, previousWebhookToken: TOKEN }
 		: { webhookToken: TOKEN };
+	return [
+		{
+			id: CREDENTIAL_ID,
+			name: CREDENTIAL_ID,
+			type: 'captioningApi',
+			data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, ...token },
+		},
+		{
+			id: DERIVED_CREDENTIAL_ID,
+			name: DERIVED_CREDENTIAL_ID,
+			type: 'captioningApi',
+			data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
+		},
+	];
+}
+
+/** Imports the burst credentials at once (also into a running n8n: a rotation). */
+export async function importBurstCredentials(n8n: N8n, sb: Sandbox, rotated?: string) {
 	await n8n.cli([
 		'import:credentials',
-		`--input=${tempJson('burst-credentials.json', [
-			{
-				id: CREDENTIAL_ID,
-				name: CREDENTIAL_ID,
-				type: 'captioningApi',
-				data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl, ...token },
-			},
-			{
-				id: DERIVED_CREDENTIAL_ID,
-				name: DERIVED_CREDENTIAL_ID,
-				type: 'captioningApi',
-				data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
-			},
-		])}`,
+		`--input=${tempJson('burst-credentials.json', burstCredentials(sb, rotated))}`,
 	]);
 }
 
 /**
- * Imports (and on 2.x publishes) the workflows; call before n8n starts. `captionsTo`: a folder n8n
+ * Imports the credentials and workflows with the instance's next start or CLI run; call before n8n starts. `captionsTo`: a folder n8n
  * may write to, for the trigger with Attach Captions (one SRT file per job).
  */
-export async function importBurstWorkflows(
-	n8n: N8n,
-	sb: Sandbox,
-	captionsTo?: string,
-): Promise<void> {
-	await importBurstCredentials(n8n, sb);
+export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string): void {
+	n8n.importCredentials(burstCredentials(sb));
 	const noOp = (id: string) => ({
 		id: `${id}-noop`,
 		name: 'Next',
@@ -93,7 +94,7 @@ export async function importBurstWorkflows(
 		},
 	});
 	const ids = [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW];
-	await n8n.importWorkflows([
+	n8n.importWorkflows([
 		tempJson(
 			'burst-trigger.json',
 			workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
@@ -126,9 +127,8 @@ export async function importBurstWorkflows(
 		),
 	]);
 	ids.push(BURST_WEBHOOK_V1_WORKFLOW);
-	await n8n.cli([
-		'import:workflow',
-		`--input=${tempJson(
+	n8n.importWorkflows([
+		tempJson(
 			'burst-webhook-v1.json',
 			workflow(BURST_WEBHOOK_V1_WORKFLOW, "Burst: n8n's Webhook node v1", {
 				id: 'burst-webhook-v1',
@@ -144,7 +144,7 @@ export async function importBurstWorkflows(
 					options: {},
 				},
 			}),
-		)}`,
+		),
 	]);
 	if (captionsTo) {
 		const captions = (id: string, webhookId: string, credential: string) =>
@@ -183,12 +183,11 @@ export async function importBurstWorkflows(
 				},
 			);
 		ids.push(BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW);
-		await n8n.cli([
-			'import:workflow',
-			`--input=${tempJson('burst-captions.json', [
+		n8n.importWorkflows([
+			tempJson('burst-captions.json', [
 				captions(BURST_CAPTIONS_WORKFLOW, CAPTIONS_WEBHOOK_ID, CREDENTIAL_ID),
 				captions(BURST_DERIVED_WORKFLOW, DERIVED_WEBHOOK_ID, DERIVED_CREDENTIAL_ID),
-			])}`,
+			]),
 		]);
 	}
 }

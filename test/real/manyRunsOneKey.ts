@@ -34,7 +34,7 @@ export const SHARED = { burst: 150, batch: 100, polled: 100, readLimit: 10, writ
 /** Imports the burst workflows, the batch and the polling trigger (all with the full key); call before n8n starts. */
 export async function importSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise<void> {
 	for (const dir of ['burst', 'polled']) mkdirSync(path.join(work, dir), { recursive: true });
-	await importBurstWorkflows(n8n, sb, path.join(work, 'burst'));
+	importBurstWorkflows(n8n, sb, path.join(work, 'burst'));
 	const urls = Array.from(
 		{ length: SHARED.batch },
 		(_, n) => `https://media.example.com/shared-batch-${n}.mp4`,
