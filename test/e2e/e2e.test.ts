@@ -212,7 +212,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 					cronExpression: `${second} * * * * *`,
 				})),
 			};
-			await n8n.importWorkflows([
+			n8n.importWorkflows([
 				...[
 					['order-and-wait', 'wfOrderAndWait01'],
 					['store-captions', 'wfStoreCaptions1'],
@@ -436,10 +436,9 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 		) => ({ id, name, type, typeVersion, parameters, position: [x, 0], ...extra });
 		beforeAll(
 			async () => {
-				// A sub-workflow (its parent: the sub-workflow test), published before n8n starts: 2.x runs only a published one.
-				await n8n.cli([
-					'import:workflow',
-					`--input=${tempJson('sub-child.json', {
+				// A sub-workflow (its parent: the sub-workflow test), published: 2.x runs only a published one.
+				n8n.importWorkflows([
+					tempJson('sub-child.json', {
 						id: 'wfSubChild000001',
 						name: 'Sub-workflow: order and wait On Webhook',
 						versionId: 'wfSubChild000001-v1',
@@ -467,14 +466,17 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 							),
 						],
 						connections: { 'When Called': { main: [[{ node: 'Order', type: 'main', index: 0 }]] } },
-					})}`,
+					}),
 				]);
-				if (version.startsWith('2.')) await n8n.cli(['publish:workflow', '--id=wfSubChild000001']);
-				for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01'])
-					if (version.startsWith('2.')) await n8n.cli(['publish:workflow', `--id=${id}`]);
 				await n8n.start();
-				if (!version.startsWith('2.'))
-					for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) await activateOn1x(id);
+				// Published (2.x) or activated (1.x) over REST, as the editor does: a CLI run each would boot n8n.
+				if (version.startsWith('2.'))
+					await executionsApi(() => n8n).activate([
+						'wfSubChild000001',
+						'wfStoreCaptions1',
+						'wfOrderOnEvent01',
+					]);
+				else for (const id of ['wfStoreCaptions1', 'wfOrderOnEvent01']) await activateOn1x(id);
 			},
 			5 * 60 * 1000,
 		);
@@ -812,16 +814,11 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 					}),
 				});
 				queuedBefore = ((await res.json()) as { id: string }).id;
-				await n8n.stop();
-				if (version.startsWith('2.')) {
-					await n8n.cli(['publish:workflow', '--id=wfPollFinished1']);
-					await started(3);
-				} else {
-					await n8n.start();
-					const since = Date.now();
-					await activateOn1x('wfPollFinished1');
-					await activated(since, 3);
-				}
+				// Activated in the running n8n over REST, as the editor does.
+				const since = Date.now();
+				if (version.startsWith('2.')) await executionsApi(() => n8n).activate(['wfPollFinished1']);
+				else await activateOn1x('wfPollFinished1');
+				await activated(since, 3);
 			},
 			5 * 60 * 1000,
 		);
