@@ -56,6 +56,16 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 			const e = (await executions(workflowId)).find((x) => x.id === id);
 			return e && !['waiting', 'running', 'new'].includes(e.status) ? e : undefined;
 		});
+	/**
+	 * The Timeout test's execution: started by the first of the tests that run during its minute of
+	 * waiting (none of them stops n8n), or by the Timeout test itself when it runs alone.
+	 */
+	let timeoutRun: Promise<{ waiting: Execution; done: Execution }> | undefined;
+	const timeoutWait = () =>
+		(timeoutRun ??= (async () => {
+			const waiting = await startWaiting('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout);
+			return { waiting, done: await finished('wfBatchWaitTime', waiting.id) };
+		})());
 	const deliveries = (list: string[]) => {
 		const ids = new Set(jobsOf(list).map((j) => j.id));
 		return sb.ledger.deliveries.filter((d) => ids.has(d.jobId));
@@ -81,7 +91,7 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 				`--input=${tempJson('credentials.json', [{ id: CREDENTIAL_ID, name: 'Captioning account', type: 'captioningApi', data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl } }])}`,
 			]);
 			// A per-workflow execution time limit of 20 s, shorter than its jobs take (n8n Cloud limits every execution so).
-			await n8n.importWorkflows([
+			n8n.importWorkflows([
 				batchWaitWorkflow('wfBatchWaitFive', 'batch-wait-five', lists.five, 30, CREDENTIAL_ID, {
 					executionTimeout: 20,
 				}),
@@ -127,53 +137,6 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		await n8n?.stop();
 		await sb?.close();
 	});
-
-	test('five items, jobs finishing seconds apart past the execution time limit: one resume, five final jobs, paired, in input order', async () => {
-		const waiting = await startWaiting('wfBatchWaitFive', 'batch-wait-five', lists.five);
-		const jobs = jobsOf(lists.five);
-		// One resume URL (this execution's, this node's), each order naming its item of the five.
-		const sent = jobs.map((j) => new URL(String(j.body.webhook_url)));
-		expect(new Set(sent.map((u) => u.pathname)).size).toBe(1);
-		expect(sent.map((u) => u.searchParams.get('items'))).toEqual(['0', '1', '2', '3', '4']);
-		// Finishing in reverse input order, 6 s apart: 24 s in all, past the workflow's 20 s limit.
-		const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
-		for (const [n, job] of [...jobs].reverse().entries()) {
-			if (n > 0) await new Promise((r) => setTimeout(r, 6000));
-			if (n === 2) sb.cancelJob(job.id, 'unsupported_media');
-			else sb.completeJob(job.id);
-			await sb.settleDeliveries();
-		}
-		const done = await finished('wfBatchWaitFive', waiting.id);
-		expect(done.status).toBe('success');
-		expect(deliveries(lists.five).map((d) => d.status)).toEqual([200, 200, 200, 200, 200]);
-		const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
-		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
-		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(
-			jobs.map((j, i) => [j.id, i === 2 ? 'cancelled' : 'completed']),
-		);
-		expect((await executions('wfBatchWaitFive')).filter((e) => e.id !== waiting.id)).toHaveLength(
-			0,
-		);
-		console.log(
-			`n8n ${version}: 5 items On Webhook, events 6 s apart (24 s > the 20 s limit): one resume, ${reads} reads for 5 events`,
-		);
-	}, 300000);
-
-	test('the same 20 s limit ends a Poll wait (the control): the execution is stopped, nothing reaches the next node', async () => {
-		expect(await call('batch-poll-limit')).toBe(200);
-		await waitFor('the orders', async () => (jobsOf(lists.poll).length === 2 ? true : undefined));
-		const stopped = await waitFor(
-			'the execution to be stopped',
-			async () =>
-				(await executions('wfBatchPollLimit')).find(
-					(e) => !['running', 'new', 'waiting'].includes(e.status),
-				),
-			90000,
-		);
-		expect(['canceled', 'error']).toContain(stopped.status);
-		expect((await runDataOf(stopped.id)).Next).toBeUndefined();
-		console.log(`n8n ${version}: Poll under the 20 s limit: ${stopped.status}`);
-	}, 180000);
 
 	test('n8n is stopped and started again while the batch waits: the events resume it afterwards', async () => {
 		const waiting = await startWaiting('wfBatchWaitBoot', 'batch-wait-restart', lists.restart);
@@ -266,9 +229,57 @@ describe.each(VERSIONS)('n8n %s: On Webhook waits for whole batches', (version) 
 		}
 	}, 300000);
 
+	test('five items, jobs finishing seconds apart past the execution time limit: one resume, five final jobs, paired, in input order', async () => {
+		// The Timeout test's minute of waiting goes by during this test and the next.
+		void timeoutWait().catch(() => undefined);
+		const waiting = await startWaiting('wfBatchWaitFive', 'batch-wait-five', lists.five);
+		const jobs = jobsOf(lists.five);
+		// One resume URL (this execution's, this node's), each order naming its item of the five.
+		const sent = jobs.map((j) => new URL(String(j.body.webhook_url)));
+		expect(new Set(sent.map((u) => u.pathname)).size).toBe(1);
+		expect(sent.map((u) => u.searchParams.get('items'))).toEqual(['0', '1', '2', '3', '4']);
+		// Finishing in reverse input order, 6 s apart: 24 s in all, past the workflow's 20 s limit.
+		const readsBefore = sb.ledger.requests.filter((r) => r.method === 'GET').length;
+		for (const [n, job] of [...jobs].reverse().entries()) {
+			if (n > 0) await new Promise((r) => setTimeout(r, 6000));
+			if (n === 2) sb.cancelJob(job.id, 'unsupported_media');
+			else sb.completeJob(job.id);
+			await sb.settleDeliveries();
+		}
+		const done = await finished('wfBatchWaitFive', waiting.id);
+		expect(done.status).toBe('success');
+		expect(deliveries(lists.five).map((d) => d.status)).toEqual([200, 200, 200, 200, 200]);
+		const reads = sb.ledger.requests.filter((r) => r.method === 'GET').length - readsBefore;
+		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
+		expect(next.map((i) => [i.json.id, i.json.status])).toEqual(
+			jobs.map((j, i) => [j.id, i === 2 ? 'cancelled' : 'completed']),
+		);
+		expect((await executions('wfBatchWaitFive')).filter((e) => e.id !== waiting.id)).toHaveLength(
+			0,
+		);
+		console.log(
+			`n8n ${version}: 5 items On Webhook, events 6 s apart (24 s > the 20 s limit): one resume, ${reads} reads for 5 events`,
+		);
+	}, 300000);
+
+	test('the same 20 s limit ends a Poll wait (the control): the execution is stopped, nothing reaches the next node', async () => {
+		expect(await call('batch-poll-limit')).toBe(200);
+		await waitFor('the orders', async () => (jobsOf(lists.poll).length === 2 ? true : undefined));
+		const stopped = await waitFor(
+			'the execution to be stopped',
+			async () =>
+				(await executions('wfBatchPollLimit')).find(
+					(e) => !['running', 'new', 'waiting'].includes(e.status),
+				),
+			90000,
+		);
+		expect(['canceled', 'error']).toContain(stopped.status);
+		expect((await runDataOf(stopped.id)).Next).toBeUndefined();
+		console.log(`n8n ${version}: Poll under the 20 s limit: ${stopped.status}`);
+	}, 180000);
+
 	test("Timeout with no event: the next node gets the node's input items, as after n8n's Wait node", async () => {
-		const waiting = await startWaiting('wfBatchWaitTime', 'batch-wait-timeout', lists.timeout);
-		const done = await finished('wfBatchWaitTime', waiting.id);
+		const { waiting, done } = await timeoutWait();
 		expect(done.status).toBe('success');
 		const next = (await runDataOf(waiting.id)).Next[0].data!.main![0]!;
 		expect(next.map((i) => i.json)).toEqual(lists.timeout.map((url) => ({ urls: url })));
