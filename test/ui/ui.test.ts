@@ -212,14 +212,8 @@ describe(`n8n ${VERSION}'s editor`, () => {
 				}
 				return tempJson(`${id}.json`, { ...wf, id });
 			};
-			await n8n.cli([
-				'import:workflow',
-				`--input=${example('google-drive-captions.json', 'uiDriveExample01')}`,
-			]);
-			await n8n.cli([
-				'import:workflow',
-				`--input=${example('store-captions.json', 'uiStoreCaptions1')}`,
-			]);
+			n8n.importWorkflows([example('google-drive-captions.json', 'uiDriveExample01')]);
+			n8n.importWorkflows([example('store-captions.json', 'uiStoreCaptions1')]);
 			// One Captioning node per operation as n8n adds it (defaults), a Job → Create filled in, one with no Media URL.
 			const nodes = [
 				...ops.map((o, i) => ({
@@ -294,14 +288,18 @@ describe(`n8n ${VERSION}'s editor`, () => {
 			const connections = {
 				'Captioning Tool': { ai_tool: [[{ node: 'AI Agent', type: 'ai_tool', index: 0 }]] },
 			};
-			await n8n.cli([
-				'import:workflow',
-				`--input=${tempJson('ops.json', { id: 'uiEveryOperation', name: 'UI: every operation', nodes, connections, settings: {} })}`,
+			n8n.importWorkflows([
+				tempJson('ops.json', {
+					id: 'uiEveryOperation',
+					name: 'UI: every operation',
+					nodes,
+					connections,
+					settings: {},
+				}),
 			]);
 			// Orders with a Custom Key: run twice, the second run replays the first order (a hint says so).
-			await n8n.cli([
-				'import:workflow',
-				`--input=${tempJson('hints.json', {
+			n8n.importWorkflows([
+				tempJson('hints.json', {
 					id: 'uiExecutionHints',
 					name: 'UI: execution hints',
 					settings: {},
@@ -333,7 +331,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 						},
 					],
 					connections: { Start: { main: [[{ node: 'Order Captions', type: 'main', index: 0 }]] } },
-				})}`,
+				}),
 			]);
 			await n8n.start();
 			await n8n.rest('GET', '/workflows'); // sets up the owner
