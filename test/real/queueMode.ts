@@ -84,7 +84,9 @@ export async function startQueueCluster(options: QueueClusterOptions): Promise<Q
 			`--input=${tempJson('credentials.json', options.credentials)}`,
 		]);
 		const workflows = options.workflows(`https://127.0.0.1:${hookPorts[0]}`);
-		for (const [, file] of workflows) await n8n.cli(['import:workflow', `--input=${file}`]);
+		// Imported in one CLI run (a CLI run each boots n8n), then published one by one (the CLI's
+		// --activeState=fromJson, tried here, left every webhook unregistered).
+		n8n.importWorkflows(workflows.map(([, file]) => file));
 		for (const [id] of workflows) await n8n.cli(['publish:workflow', `--id=${id}`]);
 		const main = n8n;
 		hooks = await Promise.all(
