@@ -103,7 +103,10 @@ export function executionsApi(n8n: () => N8n) {
 				return await waitFor('every execution to end', probe, ms);
 			} catch (error) {
 				const lingering = seen.list.map((e) => `${e.id} ${e.status} since ${e.startedAt}`);
-				throw new Error(`${(error as Error).message}\nstill listed: ${lingering.join('; ')}`);
+				// n8n's own words too: a socket that closed or was refused means its process ended.
+				throw new Error(
+					`${(error as Error).message}\nstill listed: ${lingering.join('; ')}\nn8n's log ends:\n${n8n().log().slice(-3000)}`,
+				);
 			}
 		},
 		newestId,
