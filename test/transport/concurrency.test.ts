@@ -1,13 +1,13 @@
 // A node run's places (Batching → Concurrency): who waits, and what ends a wait.
-import { BatchStopped, RunConcurrency } from '../../nodes/Captioning/transport/concurrency';
+import { BatchStopped, Places } from '../../nodes/Captioning/transport/concurrency';
 
 test('a cancelled execution releases the requests waiting for a place: each is refused, none is granted', async () => {
 	const cancel = new AbortController();
-	const places = new RunConcurrency(1, cancel.signal);
-	const underWay = await places.acquire(0);
+	const places = new Places(1, cancel.signal, true);
+	const underWay = await places.take(0);
 	const granted: number[] = [];
 	const waiting = [1, 2, 3].map(async (i) => {
-		const release = await places.acquire(i);
+		const release = await places.take(i);
 		granted.push(i);
 		release();
 	});
@@ -21,15 +21,15 @@ test('a cancelled execution releases the requests waiting for a place: each is r
 	// The request under way ends as it ends; no place is granted after the cancellation.
 	underWay();
 	expect(granted).toEqual([]);
-	await expect(places.acquire(4)).rejects.toThrow(BatchStopped);
+	await expect(places.take(4)).rejects.toThrow(BatchStopped);
 });
 
 test('places are granted lowest position first', async () => {
-	const places = new RunConcurrency(1);
-	const first = await places.acquire(0);
+	const places = new Places(1);
+	const first = await places.take(0);
 	const order: number[] = [];
 	const waiting = [5, 2, 9, 1].map(async (i) => {
-		const release = await places.acquire(i);
+		const release = await places.take(i);
 		order.push(i);
 		release();
 	});

@@ -8,11 +8,8 @@ import { sendWithRetries } from '../../nodes/Captioning/transport/retries';
 /** A request's attempts, and how long a write's 429s go again (README's Limits). */
 const ATTEMPTS = 6;
 const WRITE_429_MS = 5 * 60000;
-import {
-	KeyRateLimits,
-	rateLimitSettings,
-	WaitedTooLong,
-} from '../../nodes/Captioning/transport/rateLimits';
+import { WaitedTooLong } from '../../nodes/Captioning/transport/concurrency';
+import { KeyRateLimits, rateLimitSettings } from '../../nodes/Captioning/transport/rateLimits';
 
 beforeEach(() => jest.useFakeTimers());
 afterEach(() => jest.useRealTimers());
@@ -31,7 +28,7 @@ function take(
 	const errors: Error[] = [];
 	const all = Array.from({ length: n }, async () => {
 		try {
-			const done = await pace[limit].turn(maxWaitMs);
+			const done = await pace[limit].take(0, maxWaitMs);
 			granted.push(Date.now() - start);
 			if (busyMs) await new Promise((r) => setTimeout(r, busyMs));
 			pace[limit].observe(200, undefined);
@@ -100,7 +97,7 @@ test('a request no longer wanted leaves the line unsent', async () => {
 	const pace = new KeyRateLimits();
 	pace.read.observe(429, 30000);
 	const stop = new AbortController();
-	const turn = pace.read.turn(5 * 60000, stop.signal);
+	const turn = pace.read.take(0, 5 * 60000, stop.signal);
 	stop.abort();
 	await expect(turn).rejects.toThrow('no longer wanted');
 });

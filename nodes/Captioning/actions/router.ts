@@ -13,9 +13,8 @@ import { NodeOperationError } from 'n8n-workflow';
 import {
 	BatchStopped,
 	DEFAULT_CONCURRENCY,
-	eachAtMost,
-	RunConcurrency,
 	runConcurrency,
+	runPlaces,
 } from '../transport/concurrency';
 import { batchOf, withOrdered } from './batchState';
 import type { NodeError } from './errorItems';
@@ -84,7 +83,7 @@ async function runItems(
 ): Promise<INodeExecutionData[]> {
 	const count = ctx.getInputData().length;
 	const batch = batchOf(ctx);
-	const limit = new RunConcurrency(concurrency, ctx.getExecutionCancelSignal());
+	const limit = runPlaces(ctx, concurrency);
 	runConcurrency.set(ctx, limit);
 	const outputs: INodeExecutionData[][] = [];
 	const run: { failure?: NodeError } = {};
@@ -109,17 +108,13 @@ async function runItems(
 	for (let i = 0; i < count && !failure(); i++)
 		prepared[i] = await step(i, async () => await operation.prepare?.call(ctx, i));
 	const { check } = operation;
-	// Concurrency checks at a time; a failed check (without Continue On Fail) orders nothing.
+	// Their requests Concurrency at a time; a failed check (without Continue On Fail) orders nothing.
 	if (check && !failure())
-		await eachAtMost(
-			count,
-			concurrency,
-			async (i) => {
-				const p = prepared[i];
+		await Promise.all(
+			prepared.map(async (p, i) => {
 				if (p)
 					prepared[i] = await step(i, async () => (await check.call(ctx, i, p.value), p.value));
-			},
-			() => failure() !== undefined,
+			}),
 		);
 	if (failure()) throw failure();
 	await Promise.all(

@@ -6,12 +6,7 @@ import type { CaptionSettings } from '../captions';
 import { captionOutputs, captionSettings } from '../captions';
 import type { EventType } from '../model/events';
 import type { Job } from '../model/types';
-import {
-	DEFAULT_CONCURRENCY,
-	eachAtMost,
-	RunConcurrency,
-	runConcurrency,
-} from '../transport/concurrency';
+import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/concurrency';
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
@@ -46,9 +41,8 @@ function captionsError(failed: Array<{ format: string; error: Error }>): string 
 
 /**
  * The trigger's items with the captions of each completed job (Attach Captions), downloaded in the
- * execution: a few jobs at a time (Batching's default Concurrency, which also bounds the downloads
- * under way), with every other request of the key under its rate limits, retried, and again on the
- * execution's Retry. A download that finally fails does not fail the execution: the item carries
+ * execution: Batching's default Concurrency of downloads at once, the first items first, with every
+ * other request of the key under its rate limits, retried, and again on the execution's Retry. A download that finally fails does not fail the execution: the item carries
  * `captions_error` naming the formats and the cause (the event itself is not lost).
  */
 export async function withCaptions(
@@ -56,12 +50,10 @@ export async function withCaptions(
 	items: INodeExecutionData[],
 	settings: CaptionSettings,
 ): Promise<INodeExecutionData[]> {
-	runConcurrency.set(ctx, new RunConcurrency(DEFAULT_CONCURRENCY, ctx.getExecutionCancelSignal()));
-	const out: INodeExecutionData[] = [];
-	await eachAtMost(items.length, DEFAULT_CONCURRENCY, async (i) => {
-		out[i] = await withCaptionsOf(ctx, items[i], i, settings);
-	});
-	return out;
+	runConcurrency.set(ctx, runPlaces(ctx, DEFAULT_CONCURRENCY));
+	return await Promise.all(
+		items.map(async (item, i) => await withCaptionsOf(ctx, item, i, settings)),
+	);
 }
 
 async function withCaptionsOf(

@@ -8,7 +8,8 @@ import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
 import type { CheckedObject } from '../s3/object';
 import type { CreateJobBody, Job } from '../model/types';
-import { DEFAULT_CONCURRENCY, RunConcurrency, runConcurrency } from '../transport/concurrency';
+import type { Places } from '../transport/concurrency';
+import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/concurrency';
 import { jobPages } from '../transport/jobs';
 import type { S3Access, S3Object } from '../s3/addresses';
 import { ProcessedStore } from '../transport/processedStore';
@@ -49,12 +50,12 @@ export class RunOrders {
 	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: ReturnType<typeof jobScan> | undefined;
 	private readonly removals: Array<Promise<unknown>> = [];
-	private fileSlots: RunConcurrency | undefined;
-	private readonly wholeFileSlot: RunConcurrency;
+	private fileSlots: Places | undefined;
+	private readonly wholeFileSlot: Places;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
 		this.store = ProcessedStore.of(ctx);
-		this.wholeFileSlot = new RunConcurrency(1, ctx.getExecutionCancelSignal());
+		this.wholeFileSlot = runPlaces(ctx, 1);
 	}
 
 	/**
@@ -68,12 +69,12 @@ export class RunOrders {
 		file: InputFile,
 		read: (file: InputFile) => Promise<T>,
 	): Promise<T> {
-		this.fileSlots ??= new RunConcurrency(
-			runConcurrency.get(this.ctx)?.concurrency ?? DEFAULT_CONCURRENCY,
-			this.ctx.getExecutionCancelSignal(),
+		this.fileSlots ??= runPlaces(
+			this.ctx,
+			runConcurrency.get(this.ctx)?.size ?? DEFAULT_CONCURRENCY,
 		);
 		const slots = file.binaryId?.startsWith('database:') ? this.wholeFileSlot : this.fileSlots;
-		const release = await slots.acquire(i);
+		const release = await slots.take(i);
 		const reads = closingReads(file);
 		try {
 			return await read(reads.file);
@@ -121,7 +122,7 @@ export class RunOrders {
 function jobScan(
 	ctx: IExecuteFunctions,
 ): (match: (job: Job) => boolean) => Promise<Job | undefined> {
-	const source = jobPages(ctx, {}, { position: -1 });
+	const source = jobPages(ctx);
 	const pages: Array<Promise<Job[] | undefined>> = [];
 	return async (match) => {
 		for (let p = 0; p < LOOKUP_PAGES; p++) {

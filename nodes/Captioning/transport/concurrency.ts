@@ -1,6 +1,8 @@
-// A node run's Concurrency (Batching → Concurrency): at most that many of its requests under way,
-// the lowest item first, all refused once the run has stopped. Every request of the run also takes
-// its turn under the key's rate limits (rateLimits.ts).
+// Places for requests under way: at most so many at once, the rest wait in line. A node run's
+// Concurrency (Batching → Concurrency) is one, all refused once the run has stopped; each key's
+// reads and writes are others (rateLimits.ts), which a 429 holds.
+import type { IExecuteFunctions } from 'n8n-workflow';
+
 import { sleep } from './sleep';
 
 /** Batching → Concurrency's default: a run's requests under way at once. */
@@ -13,91 +15,122 @@ export class BatchStopped extends Error {
 	}
 }
 
-interface Waiter {
-	/**
-	 * Its position among the run's requests (the item index): the lowest first, so an item's next
-	 * request (a retry after a 429, its POST after its upload) goes before later items' first ones,
-	 * and no item waits out its budget behind the rest of the batch.
-	 */
-	rank: number;
-	resolve: () => void;
-	reject: (error: Error) => void;
+/** A request that waited for its place until its deadline, and was not sent. */
+export class WaitedTooLong extends Error {
+	constructor(waitedMs: number) {
+		super(
+			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
+		);
+	}
 }
 
-/** A node run's places: Batching → Concurrency, the lowest item first, none once the run stopped. */
-export class RunConcurrency {
-	private active = 0;
-	private readonly waiters: Waiter[] = [];
-	private readonly stopping = new AbortController();
+interface Waiter {
+	/**
+	 * Its rank (a run's: the item index): the lowest first, in order of arrival among equals, so an
+	 * item's next request (a retry after a 429, its POST after its upload) goes before later items'
+	 * first ones, and no item waits out its budget behind the rest of the batch.
+	 */
+	rank: number;
+	go: () => void;
+	leave: (error: Error) => void;
+}
 
-	/** `cancel`: the execution's cancel signal; a cancelled run stops as a failed batch does. */
+export class Places {
+	private active = 0;
+	private readonly line: Waiter[] = [];
+	private heldUntil = 0;
+	private holding = false;
+	private readonly stopping = new AbortController();
+	/** Fires when the places stop: every request still waiting leaves the line. */
+	readonly stopSignal = this.stopping.signal;
+
+	/**
+	 * `cancel`: the execution's cancel signal, which stops them as a failed batch does. `settle`:
+	 * a place given back goes to the next a turn of the event loop later, so that a request that
+	 * failed stops the batch first.
+	 */
 	constructor(
-		readonly concurrency: number,
+		readonly size: number,
 		cancel?: AbortSignal,
+		private readonly settle = false,
 	) {
 		cancel?.addEventListener('abort', () => this.stop(), { once: true });
 	}
 
-	/** Fires when the run stops: its requests still waiting for the service's pace leave the queue. */
-	readonly stopSignal = this.stopping.signal;
-
-	/** Waits for its turn within Concurrency (the lowest position first); resolves with the release. */
-	async acquire(position: number): Promise<() => void> {
+	/**
+	 * Waits for a place, at most `maxWaitMs` and while `signal` has not fired; resolves with what
+	 * gives it back.
+	 */
+	async take(rank = 0, maxWaitMs = Infinity, signal?: AbortSignal): Promise<() => void> {
 		if (this.stopSignal.aborted) throw new BatchStopped();
-		if (this.active < this.concurrency && this.waiters.length === 0) {
-			this.active += 1;
-		} else {
-			await new Promise<void>((resolve, reject) =>
-				this.waiters.push({ rank: position, resolve, reject }),
-			);
-		}
-		let released = false;
+		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
+		await new Promise<void>((go, reject) => {
+			const since = Date.now();
+			const waiting = new AbortController();
+			const onAbort = () => waiter.leave(new Error('Not sent: no longer wanted'));
+			const waiter: Waiter = {
+				rank,
+				go: () => (waiting.abort(), signal?.removeEventListener('abort', onAbort), go()),
+				leave: (error) => {
+					const at = this.line.indexOf(waiter);
+					if (at < 0) return;
+					this.line.splice(at, 1);
+					waiting.abort();
+					signal?.removeEventListener('abort', onAbort);
+					reject(error);
+				},
+			};
+			signal?.addEventListener('abort', onAbort, { once: true });
+			if (maxWaitMs < Infinity)
+				sleep(maxWaitMs, waiting.signal).then(
+					() => waiter.leave(new WaitedTooLong(Date.now() - since)),
+					() => undefined, // it left the line before its deadline
+				);
+			this.line.push(waiter);
+			this.grant();
+		});
+		let given = false;
 		return () => {
-			if (released) return;
-			released = true;
+			if (given) return;
+			given = true;
 			this.active -= 1;
-			// A turn of the event loop later: a request that failed stops the batch first.
-			void sleep(0).then(() => this.grant());
+			if (this.settle) void sleep(0).then(() => this.grant());
+			else this.grant();
 		};
 	}
 
-	/** Refuses every request not yet sent; requests under way finish. */
+	/** No place is given until `ms` from now (a longer hold stands). */
+	hold(ms: number): void {
+		this.heldUntil = Math.max(this.heldUntil, Date.now() + ms);
+	}
+
+	/** Refuses every request not yet under way; those under way finish. */
 	stop(): void {
 		if (this.stopSignal.aborted) return;
 		this.stopping.abort();
-		for (const waiter of this.waiters.splice(0)) waiter.reject(new BatchStopped());
+		for (const waiter of [...this.line]) waiter.leave(new BatchStopped());
 	}
 
 	private grant(): void {
-		while (this.waiters.length > 0 && this.active < this.concurrency) {
-			// The lowest position first; among equals, the one that came first.
-			const first = this.waiters.reduce(
-				(best, w, i) => (w.rank < this.waiters[best].rank ? i : best),
-				0,
-			);
-			const [waiter] = this.waiters.splice(first, 1);
+		const holdMs = this.heldUntil - Date.now();
+		if (holdMs > 0) {
+			if (!this.holding) {
+				this.holding = true;
+				void sleep(holdMs).then(() => ((this.holding = false), this.grant()));
+			}
+			return;
+		}
+		while (this.line.length > 0 && this.active < this.size) {
+			const first = this.line.reduce((best, w, i) => (w.rank < this.line[best].rank ? i : best), 0);
 			this.active += 1;
-			waiter.resolve();
+			this.line.splice(first, 1)[0].go();
 		}
 	}
 }
 
-/** The Concurrency every request sent through a `ctx` (one node run) shares. */
-export const runConcurrency = new WeakMap<object, RunConcurrency>();
+/** A node run's Concurrency: places ranked by item, none once the run stopped (or was cancelled). */
+export const runPlaces = (ctx: IExecuteFunctions, size: number) =>
+	new Places(size, ctx.getExecutionCancelSignal(), true);
 
-/**
- * Runs `work` for indexes 0 … count-1, at most `limit` at once, in order of index; resolves when
- * every started one has ended (`stop` ends the run of later indexes).
- */
-export async function eachAtMost(
-	count: number,
-	limit: number,
-	work: (index: number) => Promise<void>,
-	stop: () => boolean = () => false,
-): Promise<void> {
-	let next = 0;
-	const worker = async () => {
-		for (let i = next++; i < count && !stop(); i = next++) await work(i);
-	};
-	await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
-}
+/** The Concurrency every request sent through a `ctx` (one node run) shares. */
+export const runConcurrency = new WeakMap<object, Places>();

@@ -8,41 +8,6 @@ import { apiRequest, sendWithRetries } from './index';
 import type { KeyRateLimits } from './rateLimits';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
-interface PutOptions {
-	uploadUrl: string;
-	size: number;
-	/** Opens the file afresh for each attempt: a stream can only be sent once. */
-	open: () => Promise<FileBody>;
-	itemIndex?: number;
-	retry?: Partial<RetryPolicy>;
-}
-
-/**
- * PUTs raw bytes to a presigned upload URL: streamed, with Content-Length, without the API key
- * (plain httpRequest, not the authenticated one) and without following redirects.
- */
-async function putUploadBytes(ctx: ApiContext, options: PutOptions): Promise<void> {
-	const target = `the upload storage at ${new URL(options.uploadUrl).origin}`;
-	await sendWithRetries(
-		ctx,
-		{ retryable: true, target, itemIndex: options.itemIndex, retry: options.retry },
-		async () => {
-			const request: IHttpRequestOptions = {
-				method: 'PUT',
-				url: options.uploadUrl,
-				body: await options.open(),
-				headers: { 'Content-Length': String(options.size) },
-				returnFullResponse: true,
-				ignoreHttpStatusErrors: true,
-				disableFollowRedirect: true,
-				// An idle limit, not a total: a 5 GB upload takes as long as it takes.
-				timeout: 120000,
-			};
-			return (await ctx.helpers.httpRequest(request)) as IN8nHttpFullResponse;
-		},
-	);
-}
-
 export interface Download {
 	data: Buffer;
 	contentType: string;
@@ -204,7 +169,11 @@ async function fetchOnce(
 	return { response, over };
 }
 
-/** Creates the upload record, then PUTs the file to its presigned URL. Returns the Upload (without its URL). */
+/**
+ * Creates the upload record, then PUTs the file to its presigned URL: streamed, with
+ * Content-Length, without the API key (plain httpRequest, not the authenticated one) and without
+ * following redirects. Returns the Upload without its URL, a credential of its own.
+ */
 export async function uploadFile(
 	ctx: ApiContext,
 	file: { fileName: string; mimeType: string; size: number; open: () => Promise<FileBody> },
@@ -212,20 +181,23 @@ export async function uploadFile(
 ): Promise<
 	Omit<Upload, 'upload_url'> & { filename: string; content_type: string; size_bytes: number }
 > {
-	const { body: upload } = await apiRequest<Upload>(ctx, 'POST', '/uploads', {
-		body: { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size },
-		itemIndex,
+	const uploaded = { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size };
+	const { body } = await apiRequest<Upload>(ctx, 'POST', '/uploads', { body: uploaded, itemIndex });
+	const { upload_url: url, ...upload } = body as Upload;
+	const target = `the upload storage at ${new URL(url).origin}`;
+	await sendWithRetries(ctx, { retryable: true, target, itemIndex }, async () => {
+		const request: IHttpRequestOptions = {
+			method: 'PUT',
+			url,
+			body: await file.open(), // a stream can be sent once: opened afresh for each attempt
+			headers: { 'Content-Length': String(file.size) },
+			returnFullResponse: true,
+			ignoreHttpStatusErrors: true,
+			disableFollowRedirect: true,
+			// An idle limit, not a total: a 5 GB upload takes as long as it takes.
+			timeout: 120000,
+		};
+		return (await ctx.helpers.httpRequest(request)) as IN8nHttpFullResponse;
 	});
-	await putUploadBytes(ctx, { ...file, uploadUrl: upload.upload_url, itemIndex });
-	// The presigned URL is a credential of its own: keep it out of the output.
-	return {
-		id: upload.id,
-		object: upload.object,
-		method: upload.method,
-		max_size_bytes: upload.max_size_bytes,
-		expires_at: upload.expires_at,
-		filename: file.fileName,
-		content_type: file.mimeType,
-		size_bytes: file.size,
-	};
+	return { ...upload, ...uploaded };
 }

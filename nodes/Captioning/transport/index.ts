@@ -24,8 +24,6 @@ export interface ApiRequestOptions {
 	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
 	idempotencyKey?: string;
 	itemIndex?: number;
-	/** Its position among the node run's requests (default: the item index). */
-	position?: number;
 	retry?: Partial<RetryPolicy>;
 	/**
 	 * Hears of each attempt whose outcome is unknown: it may have reached the service, and no answer
@@ -77,7 +75,6 @@ export async function apiRequest<T>(
 			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,
-			position: options.position,
 			retry: options.retry,
 		},
 		async () => {

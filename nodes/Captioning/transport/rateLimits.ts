@@ -7,7 +7,7 @@
 //   how many go into the next 429 when a hold ends (the bench's sharedKey429Share, ≤ 0.3).
 // - A request that waits for its turn past its deadline, or is no longer wanted, leaves unsent.
 // A run's Concurrency: concurrency.ts. Storage hosts have no limit.
-import { sleep } from './sleep';
+import { Places } from './concurrency';
 
 export const rateLimitSettings = {
 	/** The longest a Retry-After holds a key's limit; a longer one is refused, not held. */
@@ -18,95 +18,15 @@ export const rateLimitSettings = {
 	inFlight: 6,
 };
 
-/** A request that waited for its turn until its deadline, and was not sent. */
-export class WaitedTooLong extends Error {
-	constructor(waitedMs: number) {
-		super(
-			`Not sent: it waited ${Math.round(waitedMs / 1000)} s for its turn under the service's rate limit for this API key, which every workflow using the key shares`,
-		);
-	}
-}
-
-interface Waiting {
-	go: (done: () => void) => void;
-	leave: () => void;
-}
-
-export class RateLimit {
+export class RateLimit extends Places {
 	/** Whether it paces the key's reads or its writes (a write's 429s wait longer: retries.ts). */
-	constructor(readonly kind: 'read' | 'write') {}
-
-	private holdUntil = 0;
-	private inFlight = 0;
-	private readonly line: Waiting[] = [];
-	private holding = false;
-
-	/**
-	 * Waits for the request's turn, at most `maxWaitMs`; resolves with what to call once the answer
-	 * has come.
-	 */
-	async turn(maxWaitMs: number, signal?: AbortSignal): Promise<() => void> {
-		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
-		return await new Promise<() => void>((go, reject) => {
-			const since = Date.now();
-			const deadline = new AbortController();
-			const drop = (error: Error) => {
-				const at = this.line.indexOf(waiting);
-				if (at < 0) return;
-				this.line.splice(at, 1);
-				waiting.leave();
-				reject(error);
-			};
-			const onAbort = () => drop(new Error('Not sent: no longer wanted'));
-			const waiting: Waiting = {
-				go,
-				leave: () => {
-					deadline.abort();
-					signal?.removeEventListener('abort', onAbort);
-				},
-			};
-			signal?.addEventListener('abort', onAbort, { once: true });
-			sleep(maxWaitMs, deadline.signal).then(
-				() => drop(new WaitedTooLong(Date.now() - since)),
-				() => undefined, // it left the line before its deadline
-			);
-			this.line.push(waiting);
-			this.next();
-		});
-	}
-
-	/** Lets the first in line go while no hold is in place and fewer than `inFlight` are under way. */
-	private next(): void {
-		const holdMs = this.holdUntil - Date.now();
-		if (holdMs > 0) {
-			if (!this.holding) {
-				this.holding = true;
-				void sleep(holdMs).then(() => {
-					this.holding = false;
-					this.next();
-				});
-			}
-			return;
-		}
-		while (this.line.length > 0 && this.inFlight < rateLimitSettings.inFlight) {
-			const waiting = this.line.shift()!;
-			waiting.leave();
-			this.inFlight += 1;
-			let done = false;
-			waiting.go(() => {
-				if (done) return;
-				done = true;
-				this.inFlight -= 1;
-				this.next();
-			});
-		}
+	constructor(readonly kind: 'read' | 'write') {
+		super(rateLimitSettings.inFlight);
 	}
 
 	/** What the service answered: a 429 holds the limit for its Retry-After, unless that is over the cap. */
-	observe(status: number, retryAfterMs: number | undefined): void {
-		const holdMs = retryAfterMs ?? 1000;
-		if (status !== 429 || holdMs > rateLimitSettings.maxHoldMs) return;
-		this.holdUntil = Math.max(this.holdUntil, Date.now() + holdMs);
+	observe(status: number, retryAfterMs = 1000): void {
+		if (status === 429 && retryAfterMs <= rateLimitSettings.maxHoldMs) this.hold(retryAfterMs);
 	}
 }
 

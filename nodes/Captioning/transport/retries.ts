@@ -2,14 +2,14 @@
 // again with backoff and jitter, honouring Retry-After (and the 5 s a 503 asks for); any other
 // answer ends at once. A write's 429 goes again in its turn until `maxTurnWaitMs` has passed since
 // its first try, however many attempts that takes: an order can wait, and another process on the
-// workspace may take the service's refill many times in a row. Each attempt waits for its turn
+// workspace may take the service's refill many times in a row. Each attempt waits for its place
 // within the run's Concurrency and the key's rate limits. A failure that would meet the same again
 // is not retried: a certificate the connection refused, a request n8n's own policy refused, or
 // n8n's own error.
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { BatchStopped, runConcurrency } from './concurrency';
+import { BatchStopped, runConcurrency, WaitedTooLong } from './concurrency';
 import { apiError, describe, header, serviceError } from './errors';
 import {
 	certificateError,
@@ -20,7 +20,7 @@ import {
 	refusedByN8n,
 } from './unanswered';
 import type { RateLimit } from './rateLimits';
-import { rateLimitSettings, WaitedTooLong } from './rateLimits';
+import { rateLimitSettings } from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
@@ -46,8 +46,6 @@ export interface SendOptions {
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
 	rateLimit?: RateLimit;
-	/** Its position among the node run's requests: lower goes first (default: the item index). */
-	position?: number;
 	/** Names the target in network errors: never a URL with a signature in it. */
 	target: string;
 	/** The answers handed back as they are, not retried nor turned into errors (default: 2xx). */
@@ -75,11 +73,10 @@ function backoffMs(policy: RetryPolicy, attempt: number): number {
 	return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
-/** One request's attempts: what each waits for, and what decides whether there is another. */
+/** One request's attempts: the places each waits for, and what decides whether there is another. */
 class Attempts {
 	readonly policy: RetryPolicy;
 	readonly cancel: AbortSignal | undefined;
-	private readonly concurrency;
 	private readonly since = Date.now();
 
 	constructor(
@@ -88,33 +85,39 @@ class Attempts {
 	) {
 		this.policy = { ...DEFAULT_RETRY, ...options.retry };
 		this.cancel = cancelSignal(ctx);
-		this.concurrency = runConcurrency.get(ctx);
 	}
 
-	/** Waits for this attempt's turn (Concurrency, then the key's rate limit); resolves with what frees both. */
+	/** Waits for a place in the run's Concurrency, then in the key's rate limit; resolves with what frees both. */
 	async turn(): Promise<() => void> {
-		const { options, concurrency } = this;
+		const { ctx, options } = this;
+		const run = runConcurrency.get(ctx);
 		let release = () => {};
 		let waited: unknown;
 		try {
-			if (concurrency)
-				release = await concurrency.acquire(options.position ?? options.itemIndex ?? 0);
-			if (!options.rateLimit) return release;
+			if (run) release = await run.take(options.itemIndex);
 			// The execution's cancel signal and the run's stop: either ends a wait for a turn.
-			const signals = [this.cancel, concurrency?.stopSignal].filter((s) => s !== undefined);
-			const done = await options.rateLimit.turn(
+			const signals = [this.cancel, run?.stopSignal].filter((s) => s !== undefined);
+			const done = await options.rateLimit?.take(
+				0,
 				this.policy.maxTurnWaitMs,
 				AbortSignal.any(signals),
 			);
-			return () => (done(), release());
+			return () => (done?.(), release());
 		} catch (error) {
 			release();
 			waited = error;
 		}
-		// Not sent: the run stopped (another item failed), the execution was cancelled, or it waited too long.
+		// Not sent: the execution was cancelled, the run stopped (another item failed), or it waited too long.
 		if (this.cancel?.aborted) throw this.cancelled();
-		if (concurrency?.stopSignal.aborted) throw new BatchStopped();
-		throw notSentInTime(this.ctx, waited, options.itemIndex);
+		if (run?.stopSignal.aborted) throw new BatchStopped();
+		const description =
+			waited instanceof WaitedTooLong
+				? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+				: undefined;
+		throw new NodeOperationError(ctx.getNode(), waited as Error, {
+			itemIndex: options.itemIndex,
+			description,
+		});
 	}
 
 	cancelled(): NodeOperationError {
@@ -198,13 +201,4 @@ export async function sendWithRetries(
 		if (wait === undefined) return response!;
 		if (wait > 0) await sleep(wait, attempts.cancel);
 	}
-}
-
-/** A request that waited for its turn under the key's rate limits and was not sent: what to do about it. */
-function notSentInTime(ctx: ApiContext, waited: unknown, itemIndex?: number): NodeOperationError {
-	const description =
-		waited instanceof WaitedTooLong
-			? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
-			: undefined;
-	return new NodeOperationError(ctx.getNode(), waited as Error, { itemIndex, description });
 }

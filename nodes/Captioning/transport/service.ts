@@ -31,10 +31,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
 export interface Service {
 	baseUrl: string;
-	/** A digest of the key and the Base URL: what this process learns of them is kept by it. */
-	keyDigest: string;
-	/** Looked up at each use: a run that outlives an idle limiter shares the one that replaced it. */
-	readonly rateLimits: KeyRateLimits;
+	rateLimits: KeyRateLimits;
 	/** The Webhook Secret Token: the credentials' own, or (left empty) one derived from the API key. */
 	webhookToken: string;
 	/** The tokens a Captioning Trigger takes: this one and the previous one (see `previousToken`). */
@@ -102,10 +99,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 	const previous = previousToken(credentials);
 	return {
 		baseUrl,
-		keyDigest,
-		get rateLimits() {
-			return rateLimitsFor(keyDigest);
-		},
+		rateLimits: rateLimitsFor(keyDigest),
 		webhookToken,
 		acceptedTokens: previous ? [webhookToken, previous] : [webhookToken],
 	};

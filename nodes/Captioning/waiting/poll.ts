@@ -11,9 +11,6 @@ import type { Job } from '../model/types';
 import { cancelSignal, sleep } from '../transport';
 import { readJobsSettled } from '../transport/jobs';
 
-/** Reads of a round come before any item's request (their position among the run's requests). */
-const ROUND_POSITION = -1;
-
 /** The longest n8n's timers wait (a setTimeout: 2^31-1 ms, 24.8 days): Timeout and Poll Interval stay within. */
 const TIMER_MS = 2 ** 31 - 1;
 export const MAX_TIMEOUT_MINUTES = Math.floor(TIMER_MS / 60000);
@@ -137,7 +134,7 @@ export class JobWaiter {
 	/** One read of every watched job, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
 		const jobs = [...this.watched.values()].map((w) => w.job);
-		const read = await readJobsSettled(this.ctx, jobs, { position: ROUND_POSITION });
+		const read = await readJobsSettled(this.ctx, jobs);
 		for (const [id, result] of read) {
 			const watched = this.watched.get(id);
 			if (!watched) continue;
