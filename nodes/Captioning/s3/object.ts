@@ -2,12 +2,10 @@
 // readable, within the service's size), then the service gets a time-limited signed GET URL as
 // media_url and fetches the media itself. No media byte passes through n8n.
 import type { IExecuteFunctions, IN8nHttpFullResponse } from 'n8n-workflow';
-import { NodeApiError } from 'n8n-workflow';
 
 import type { S3Access, S3Object } from './addresses';
 import { objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl } from './addresses';
 import { header, refuse } from '../transport/errors';
-import { isCertificateCode } from '../transport/unanswered';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
 import { explainS3 } from './answers';
@@ -80,60 +78,33 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	return { bucket: bucketField, key: keyField };
 }
 
-/** In words: n8n replaces an error message that holds a code such as ECONNREFUSED with its own. */
-const NETWORK_WORDS: Record<string, string> = {
-	ECONNREFUSED: 'connection refused',
-	ENOTFOUND: 'host not found',
-	EAI_AGAIN: 'host not found',
-	ETIMEDOUT: 'timed out',
-	ECONNRESET: 'connection reset',
-	ECONNABORTED: 'timed out',
-};
-
 /**
  * The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
  * transport's retries (network errors and 5xx, S3's 503 SlowDown among them): the answer,
- * whatever its status below 500. No answer after the retries is refused in words.
+ * whatever its status below 500.
  */
 async function headObject(
 	ctx: IExecuteFunctions,
 	i: number,
 	access: S3Access,
 	url: string,
-	name: string,
 ): Promise<IN8nHttpFullResponse> {
-	const origin = new URL(serviceUrl(access)).origin;
-	try {
-		return await sendWithRetries(
-			ctx,
-			{
-				retryable: true,
-				target: `the S3 store at ${origin}`,
-				itemIndex: i,
-				keep: (status) => status < 500,
-			},
-			async () =>
-				(await ctx.helpers.httpRequestWithAuthentication.call(ctx, 'captioningS3Api', {
-					method: 'HEAD',
-					url,
-					returnFullResponse: true,
-					ignoreHttpStatusErrors: true,
-					disableFollowRedirect: true,
-					timeout: 30000,
-				})) as IN8nHttpFullResponse,
-		);
-	} catch (error) {
-		// No answer after the retries (the transport names the network code); anything else stands.
-		const code =
-			error instanceof NodeApiError ? String((error.context as { code?: unknown }).code ?? '') : '';
-		if (!code || code === 'not_sent' || isCertificateCode(code)) throw error as NodeApiError;
-		refuse(
-			ctx,
-			i,
-			`Could not reach the S3 store at ${origin} to check ${name}: ${NETWORK_WORDS[code] ?? 'no answer'}`,
-			`Check Region and Custom Endpoint in the Captioning S3 Media credential, and the network between n8n and the store (${code}). Nothing was ordered.`,
-		);
-	}
+	const target = `the S3 store at ${new URL(serviceUrl(access)).origin}`;
+	const check =
+		'Region and Custom Endpoint in the Captioning S3 Media credential (nothing was ordered)';
+	return await sendWithRetries(
+		ctx,
+		{ retryable: true, target, check, itemIndex: i, keep: (status) => status < 500 },
+		async () =>
+			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, 'captioningS3Api', {
+				method: 'HEAD',
+				url,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				disableFollowRedirect: true,
+				timeout: 30000,
+			})) as IN8nHttpFullResponse,
+	);
 }
 
 /** Refuses what the HEAD answered when it is not a readable object within the service's size. */
@@ -200,13 +171,7 @@ export async function checkS3Object(
 		);
 	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
-	const response = refuseUnreadable(
-		ctx,
-		i,
-		access,
-		name,
-		await headObject(ctx, i, access, url, name),
-	);
+	const response = refuseUnreadable(ctx, i, access, name, await headObject(ctx, i, access, url));
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId

@@ -48,6 +48,8 @@ export interface SendOptions {
 	rateLimit?: RateLimit;
 	/** Names the target in network errors: never a URL with a signature in it. */
 	target: string;
+	/** What to check when no answer comes (default: the Base URL in the credentials). */
+	check?: string;
 	/** The answers handed back as they are, not retried nor turned into errors (default: 2xx). */
 	keep?: (status: number) => boolean;
 	itemIndex?: number;
@@ -139,7 +141,14 @@ class Attempts {
 		if (refusedByN8n(error) || !networkCodeOf(error))
 			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
 		if (!options.retryable || attempt >= policy.maxAttempts)
-			throw networkError(ctx.getNode(), error, options.target, attempt, options.itemIndex);
+			throw networkError(
+				ctx.getNode(),
+				error,
+				options.target,
+				attempt,
+				options.itemIndex,
+				options.check,
+			);
 		return backoffMs(policy, attempt);
 	}
 

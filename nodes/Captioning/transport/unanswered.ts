@@ -24,11 +24,10 @@ export function networkError(
 	target: string,
 	attempts: number,
 	itemIndex?: number,
+	check = 'the Base URL in the credentials',
 ): NodeApiError {
 	const code = networkCodeOf(cause) ?? 'ECONNECTION';
-	const description =
-		`No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check the Base URL in the credentials, ` +
-		'the network and any proxy between n8n and the service.';
+	const description = `No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check ${check}, the network and any proxy between n8n and ${target}.`;
 	return unanswered(node, code, `Could not reach ${target} (${code})`, description, itemIndex);
 }
 
@@ -77,8 +76,6 @@ const CERTIFICATE_WORDS: Record<string, string> = {
 	CERT_UNTRUSTED: 'is not trusted',
 	CERT_REJECTED: 'was rejected',
 };
-
-export const isCertificateCode = (code: string) => code in CERTIFICATE_WORDS;
 
 /** The code of a certificate the connection refused (through n8n's wrappers, or in its words on 1.x), if that is the failure. */
 export function certificateProblem(cause: unknown): string | undefined {
