@@ -14,10 +14,6 @@ import { createReadStream } from 'node:fs';
 import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
 import { listJobs } from '../../nodes/Captioning/transport/jobs';
 import { downloadFile, uploadFile } from '../../nodes/Captioning/transport/files';
-import type { RetryPolicy } from '../../nodes/Captioning/transport';
-
-/** Short waits for tests; the 5 s of 503 and Retry-After are kept unless a test overrides them. */
-export const FAST_RETRY: Partial<RetryPolicy> = { baseDelayMs: 20, maxDelayMs: 100 };
 
 /**
  * Failures as n8n's request helpers throw them, read in n8n's source: `reset-1x` is n8n 1.122.5's
@@ -61,14 +57,12 @@ export const probe: INodeType = {
 	} as unknown as INodeTypeDescription,
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const p = this.getInputData()[0].json;
-		const retry = { ...FAST_RETRY, ...(p.retry as Partial<RetryPolicy> | undefined) };
 		switch (p.op) {
 			case 'api': {
 				const r = await apiRequest(this, p.method as 'GET', p.path as string, {
 					body: p.body as IDataObject | undefined,
 					qs: p.qs as IDataObject | undefined,
 					idempotencyKey: p.idempotencyKey as string | undefined,
-					retry,
 				});
 				return [
 					[{ json: { statusCode: r.statusCode, headers: r.headers, body: r.body as IDataObject } }],
@@ -101,7 +95,7 @@ export const probe: INodeType = {
 				let attempts = 0;
 				await sendWithRetries(
 					this,
-					{ retryable: true, target: 'the captioning service', retry },
+					{ retryable: true, target: 'the captioning service' },
 					async () => {
 						attempts += 1;
 						throw failureOf(this, p.shape as string);
@@ -115,7 +109,6 @@ export const probe: INodeType = {
 				const d = await downloadFile(this, p.url as string, {
 					name: 'The captions',
 					itemIndex: 0,
-					retry,
 				});
 				return [[{ json: { contentType: d.contentType, text: d.data.toString('utf8') } }]];
 			}

@@ -7,6 +7,7 @@ import type { IDataObject } from 'n8n-workflow';
 import type { NodeApiError } from 'n8n-workflow';
 
 import { node, runWorkflow } from '../engine/workflow';
+import { onFastClock } from '../helpers/clock';
 import { expiredTlsPair, httpReceiver, httpsReceiver, tlsServer } from '../helpers/https';
 import { probe } from '../helpers/probe';
 import type { Sandbox } from '../helpers/sandbox';
@@ -192,46 +193,44 @@ describe('error mapping: every status of part 7 becomes one NodeApiError', () =>
 		[429, 'rate_limited'],
 	])('%d (injected, retries used up) keeps the status, code and attempts', async (status, code) => {
 		sb.injectFault('GET /account', { status, code, retryAfter: 0, times: 10 });
-		const { error } = await runProbe({
-			op: 'api',
-			method: 'GET',
-			path: '/account',
-			retry: { maxAttempts: 3 },
-		});
+		const { error } = await onFastClock(
+			async () => await runProbe({ op: 'api', method: 'GET', path: '/account' }),
+		);
 		expect(error!.httpCode).toBe(String(status));
 		expect(error!.context.code).toBe(code);
-		// Every status the policy retries is sent its attempts (here 3), under the key's hold too.
-		const attempts = status === 415 ? 1 : 3;
+		// Every status the policy retries is sent its attempts (README's Limits: 6), under the key's hold too.
+		const attempts = status === 415 ? 1 : 6;
 		expect(attemptsOf('GET /account')).toBe(attempts);
 		if (status !== 415) expect(error!.description).toContain(`Attempts: ${attempts}.`);
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
 	test('an unreachable base URL is a network error naming the host, without the key', async () => {
-		const { error } = await runProbe(
-			{ op: 'api', method: 'GET', path: '/account', retry: { maxAttempts: 2 } },
-			sb.keys.full,
-			'http://127.0.0.1:9/v1',
+		const { error } = await onFastClock(
+			async () =>
+				await runProbe(
+					{ op: 'api', method: 'GET', path: '/account' },
+					sb.keys.full,
+					'http://127.0.0.1:9/v1',
+				),
 		);
 		expect(error!.message).toBe(
 			'Could not reach the captioning service at http://127.0.0.1:9 (ECONNREFUSED)',
 		);
-		expect(error!.description).toMatch(/in 2 attempts/);
+		expect(error!.description).toMatch(/in 6 attempts/);
 		expect(everything(error)).not.toContain(sb.keys.full);
 	});
 
 	test('a reset as n8n 1.x hands it over (a NodeApiError that kept only the code) is a network failure, tried again', async () => {
-		const { error } = await runProbe({
-			op: 'thrown',
-			shape: 'reset-1x',
-			retry: { maxAttempts: 3 },
-		});
+		const { error } = await onFastClock(
+			async () => await runProbe({ op: 'thrown', shape: 'reset-1x' }),
+		);
 		expect(error).toMatchObject({
 			name: 'NodeApiError',
 			message: 'Could not reach the captioning service (ECONNRESET)',
 		});
-		expect(error!.description).toMatch(/in 3 attempts/);
-		expect((error as unknown as { attempts: number }).attempts).toBe(3);
+		expect(error!.description).toMatch(/in 6 attempts/);
+		expect((error as unknown as { attempts: number }).attempts).toBe(6);
 	});
 
 	test("a request n8n's own policy refused (2.x's SSRF protection) is named so, and not tried again", async () => {

@@ -3,7 +3,7 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../model/types';
 import { header, refuse } from './errors';
-import type { ApiContext, RetryPolicy } from './index';
+import type { ApiContext } from './index';
 import { apiRequest, sendWithRetries } from './index';
 import type { KeyRateLimits } from './rateLimits';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
@@ -114,7 +114,6 @@ export interface DownloadOptions {
 	/** What the file is, for errors: "The SRT captions". */
 	name: string;
 	itemIndex?: number;
-	retry?: Partial<RetryPolicy>;
 }
 
 /**
@@ -149,7 +148,6 @@ async function fetchOnce(
 			rateLimit: withKey ? rateLimits.read : undefined,
 			target,
 			itemIndex: options.itemIndex,
-			retry: options.retry,
 			keep: (status) => status < 400 && status !== 304,
 		},
 		async () => {

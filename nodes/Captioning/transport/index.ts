@@ -7,7 +7,6 @@ import type {
 	IN8nHttpFullResponse,
 } from 'n8n-workflow';
 
-import type { RetryPolicy } from './retries';
 import { cancelSignal, sendWithRetries } from './retries';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
@@ -15,7 +14,7 @@ import { hideSecrets } from './secrets';
 import { sleep } from './sleep';
 import { networkCodeOf } from './unanswered';
 
-export type { ApiContext, RetryPolicy };
+export type { ApiContext };
 export { cancelSignal, CREDENTIAL_NAME, sendWithRetries, sleep };
 
 export interface ApiRequestOptions {
@@ -24,7 +23,6 @@ export interface ApiRequestOptions {
 	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
 	idempotencyKey?: string;
 	itemIndex?: number;
-	retry?: Partial<RetryPolicy>;
 	/**
 	 * Hears of each attempt whose outcome is unknown: it may have reached the service, and no answer
 	 * said it was refused (a 500, 502 or 504, a reset, a timeout).
@@ -75,7 +73,6 @@ export async function apiRequest<T>(
 			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,
-			retry: options.retry,
 		},
 		async () => {
 			const attempt = ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {

@@ -11,7 +11,7 @@ import { apiRequest } from './index';
 export const PAGE_SIZE = 100;
 
 /** What a read passes on to apiRequest. */
-type ReadRequest = Pick<ApiRequestOptions, 'itemIndex' | 'retry'>;
+type ReadRequest = Pick<ApiRequestOptions, 'itemIndex'>;
 type PageOptions = ReadRequest & { max?: number };
 
 /** A read answered 404: the job is not in this workspace (deleted, or another workspace's). */
@@ -61,7 +61,7 @@ export async function listJobs(
 	return jobs;
 }
 
-export interface ReadOptions extends Pick<ReadRequest, 'retry'> {
+export interface ReadOptions {
 	/** Hears of every job the pages held. */
 	seen?: (job: Job) => void;
 	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */

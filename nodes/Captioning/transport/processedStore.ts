@@ -20,7 +20,7 @@ interface Call {
 	answer: Promise<Set<string>>;
 }
 
-/** The last call under way per workflow and node in this process: the next one starts after it. */
+/** The last call per workflow and node in this process: the next one starts after it. */
 const queues = new Map<string, Promise<unknown>>();
 
 export class ProcessedStore {
@@ -51,13 +51,14 @@ export class ProcessedStore {
 			const values = new Set<string>();
 			const run = async () => {
 				await sleep(0); // the values of items that reach this point together
-				if (this.next[kind] === call) this.next[kind] = undefined;
+				this.next[kind] = undefined;
 				return await send([...values]);
 			};
 			const answer = (queues.get(this.queue) ?? Promise.resolve()).then(run, run);
-			const settled = answer.catch(() => undefined);
-			queues.set(this.queue, settled);
-			void settled.then(() => queues.get(this.queue) === settled && queues.delete(this.queue));
+			queues.set(
+				this.queue,
+				answer.catch(() => undefined),
+			);
 			call = this.next[kind] = { values, answer };
 		}
 		const first = !call.values.has(value);

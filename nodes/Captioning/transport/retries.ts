@@ -24,20 +24,13 @@ import { rateLimitSettings } from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
-export interface RetryPolicy {
+/** A request's attempts: Retry-After and a 503's 5 s aside, the backoff doubles from base to max, with jitter. */
+const RETRY = {
 	/** Attempts in all, the first included. */
-	maxAttempts: number;
-	/** First backoff; doubles per attempt, capped at maxDelayMs, with jitter. */
-	baseDelayMs: number;
-	maxDelayMs: number;
-	/** The longest a request waits for its turn under the key's rate limits, and a write goes again after 429s. */
-	maxTurnWaitMs: number;
-}
-
-const DEFAULT_RETRY: RetryPolicy = {
 	maxAttempts: 6,
 	baseDelayMs: 500,
 	maxDelayMs: 8000,
+	/** The longest a request waits for its turn under the key's rate limits, and a write goes again after 429s. */
 	maxTurnWaitMs: 5 * 60000,
 };
 
@@ -53,7 +46,6 @@ export interface SendOptions {
 	/** The answers handed back as they are, not retried nor turned into errors (default: 2xx). */
 	keep?: (status: number) => boolean;
 	itemIndex?: number;
-	retry?: Partial<RetryPolicy>;
 }
 
 export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
@@ -70,14 +62,13 @@ function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
 }
 
 /** Exponential backoff with "equal jitter": half fixed, half random, so parallel items spread out. */
-function backoffMs(policy: RetryPolicy, attempt: number): number {
-	const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+function backoffMs(attempt: number): number {
+	const ceiling = Math.min(RETRY.maxDelayMs, RETRY.baseDelayMs * 2 ** (attempt - 1));
 	return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
 /** One request's attempts: the places each waits for, and what decides whether there is another. */
 class Attempts {
-	readonly policy: RetryPolicy;
 	readonly cancel: AbortSignal | undefined;
 	private readonly since = Date.now();
 
@@ -85,7 +76,6 @@ class Attempts {
 		private readonly ctx: ApiContext,
 		private readonly options: SendOptions,
 	) {
-		this.policy = { ...DEFAULT_RETRY, ...options.retry };
 		this.cancel = cancelSignal(ctx);
 	}
 
@@ -99,11 +89,7 @@ class Attempts {
 			if (run) release = await run.take(options.itemIndex);
 			// The execution's cancel signal and the run's stop: either ends a wait for a turn.
 			const signals = [this.cancel, run?.stopSignal].filter((s) => s !== undefined);
-			const done = await options.rateLimit?.take(
-				0,
-				this.policy.maxTurnWaitMs,
-				AbortSignal.any(signals),
-			);
+			const done = await options.rateLimit?.take(0, RETRY.maxTurnWaitMs, AbortSignal.any(signals));
 			return () => (done?.(), release());
 		} catch (error) {
 			release();
@@ -132,7 +118,7 @@ class Attempts {
 
 	/** After a request that got no answer: the wait before the next attempt, or the error to throw. */
 	afterFailure(error: unknown, attempt: number): number {
-		const { ctx, options, policy } = this;
+		const { ctx, options } = this;
 		if (this.cancel?.aborted) throw this.cancelled();
 		// A certificate the connection refused, n8n's own policy, or n8n's own error (no network code):
 		// sending it again would meet the same.
@@ -140,7 +126,7 @@ class Attempts {
 			throw certificateError(ctx.getNode(), error, options.target, options.itemIndex);
 		if (refusedByN8n(error) || !networkCodeOf(error))
 			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
-		if (!options.retryable || attempt >= policy.maxAttempts)
+		if (!options.retryable || attempt >= RETRY.maxAttempts)
 			throw networkError(
 				ctx.getNode(),
 				error,
@@ -149,7 +135,7 @@ class Attempts {
 				options.itemIndex,
 				options.check,
 			);
-		return backoffMs(policy, attempt);
+		return backoffMs(attempt);
 	}
 
 	/**
@@ -157,7 +143,7 @@ class Attempts {
 	 * key's rate limit holds it), or the error to throw.
 	 */
 	afterAnswer(response: IN8nHttpFullResponse, attempt: number): number | undefined {
-		const { ctx, options, policy } = this;
+		const { ctx, options } = this;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
 		// A 429 holds the key's limit for every request (rateLimits.ts).
@@ -170,16 +156,16 @@ class Attempts {
 		const waitsOut =
 			status === 429 &&
 			options.rateLimit?.kind === 'write' &&
-			Date.now() - this.since < policy.maxTurnWaitMs;
+			Date.now() - this.since < RETRY.maxTurnWaitMs;
 		if (status !== 429 && status < 500) throw fail();
-		if (attempt >= policy.maxAttempts && !waitsOut) throw fail();
+		if (attempt >= RETRY.maxAttempts && !waitsOut) throw fail();
 		if (!options.retryable) throw fail('once');
 		const delay =
-			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(policy, attempt));
+			retryAfter ?? (status === 503 ? rateLimitSettings.unavailableMs : backoffMs(attempt));
 		if (delay > rateLimitSettings.maxHoldMs) throw fail('asked');
 		if (status === 429 && options.rateLimit) return 0; // it goes again in its turn, once the hold has passed
 		// A little jitter on top of Retry-After, so a batch does not come back in one burst.
-		return delay + Math.random() * Math.min(250, policy.baseDelayMs);
+		return delay + Math.random() * Math.min(250, RETRY.baseDelayMs);
 	}
 }
 

@@ -74,18 +74,13 @@ export function batchUrl(resumeUrl: string, items: number[], of: number): string
 
 /** The items and the batch's size a job's Webhook URL names, if it is an On Webhook order's. */
 export function itemsOf(webhookUrl: unknown): { items: number[]; of: number } {
-	let params: URLSearchParams;
-	try {
-		params = new URL(typeof webhookUrl === 'string' ? webhookUrl : '').searchParams;
-	} catch {
-		return { items: [], of: 0 };
-	}
+	const url = String(webhookUrl ?? '');
+	const params = URL.canParse(url) ? new URL(url).searchParams : new URLSearchParams();
 	const items = (params.get('items') ?? '').split(',').flatMap((part) => {
-		const [from, to] = part.split('-').map(Number);
-		if (!Number.isInteger(from)) return [];
-		return Number.isInteger(to)
+		const [from, to = from] = part.split('-').map(Number);
+		return Number.isInteger(from) && Number.isInteger(to) && to >= from
 			? Array.from({ length: to - from + 1 }, (_, k) => from + k)
-			: [from];
+			: [];
 	});
 	const of = Number(params.get('of'));
 	return { items, of: Number.isInteger(of) && of > 0 ? of : 0 };
