@@ -16,23 +16,16 @@ const TIMER_MS = 2 ** 31 - 1;
 export const MAX_TIMEOUT_MINUTES = Math.floor(TIMER_MS / 60000);
 export const MAX_INTERVAL_SECONDS = Math.floor(TIMER_MS / 1000);
 
+/** An item's wait for its job (equal orders of a run share the job, each item waits on its own). */
 interface ItemWait {
+	job: Job;
 	itemIndex: number;
 	intervalMs: number;
-	deadline: number;
 	timeoutMinutes: number;
-	resolve: (job: Job) => void;
-	reject: (error: Error) => void;
-	/** Ends the Timeout's timer. */
-	stopTimer: AbortController;
-}
-
-/** A job and the waits of the items that ordered it (equal orders of a run share one job). */
-interface Watched {
-	job: Job;
-	waits: ItemWait[];
-	/** The last error reading it, named if its waits end by Timeout. */
+	/** The last error reading the job, named if the wait ends by its Timeout. */
 	lastError?: Error;
+	/** Ends the wait with its outcome (once), and its Timeout's timer. */
+	end: (outcome: Job | Error) => void;
 }
 
 /** Read errors that a later round would meet again: the job is gone, or the key may not read it. */
@@ -40,7 +33,7 @@ const lastsForGood = (error: Error) =>
 	error instanceof NodeApiError && ['401', '403', '404'].includes(String(error.httpCode));
 
 export class JobWaiter {
-	private readonly watched = new Map<string, Watched>();
+	private readonly waits = new Set<ItemWait>();
 	private running = false;
 
 	constructor(private readonly ctx: IExecuteFunctions) {}
@@ -54,19 +47,25 @@ export class JobWaiter {
 	): Promise<Job> {
 		if (isFinal(job)) return job;
 		const done = new Promise<Job>((resolve, reject) => {
-			let watched = this.watched.get(job.id);
-			if (!watched) this.watched.set(job.id, (watched = { job, waits: [] }));
+			const timer = new AbortController();
 			const wait: ItemWait = {
+				job,
 				itemIndex,
 				intervalMs: intervalSeconds * 1000,
-				deadline: Date.now() + timeoutMinutes * 60000,
 				timeoutMinutes,
-				resolve,
-				reject,
-				stopTimer: new AbortController(),
+				end: (outcome) => {
+					if (!this.waits.delete(wait)) return;
+					timer.abort();
+					if (outcome instanceof Error) reject(outcome);
+					else resolve(outcome);
+				},
 			};
-			watched.waits.push(wait);
-			this.startTimer(job.id, wait);
+			this.waits.add(wait);
+			// The Timeout has a timer of its own: it fires whatever a round is doing.
+			sleep(timeoutMinutes * 60000, timer.signal).then(
+				() => wait.end(this.timeoutError(wait)),
+				() => undefined, // the wait ended otherwise
+			);
 		});
 		if (!this.running) void this.run();
 		return await done;
@@ -74,42 +73,18 @@ export class JobWaiter {
 
 	/** Ends every wait with this error (the batch stopped, or the execution was cancelled). */
 	stop(error: Error): void {
-		for (const id of [...this.watched.keys()]) this.end(id, (wait) => wait.reject(error));
+		for (const wait of [...this.waits]) wait.end(error);
 	}
 
-	/** Ends the waits of one job (all of them, or one) and forgets the job once none is left. */
-	private end(id: string, settle: (wait: ItemWait) => void, only?: ItemWait): void {
-		const watched = this.watched.get(id);
-		if (!watched) return;
-		for (const wait of watched.waits.filter((w) => !only || w === only)) {
-			wait.stopTimer.abort();
-			settle(wait);
-		}
-		watched.waits = only ? watched.waits.filter((w) => w !== only) : [];
-		if (watched.waits.length === 0) this.watched.delete(id);
-	}
-
-	/** The wait's Timeout, kept by a timer of its own: it fires whatever a round is doing. */
-	private startTimer(id: string, wait: ItemWait): void {
-		sleep(Math.max(0, wait.deadline - Date.now()), wait.stopTimer.signal).then(
-			() => this.end(id, (w) => w.reject(this.timeoutError(id, w)), wait),
-			() => undefined, // stopped: the wait ended otherwise
-		);
-	}
-
-	private timeoutError(id: string, wait: ItemWait): NodeOperationError {
-		const watched = this.watched.get(id);
-		const job = watched?.job;
+	private timeoutError({ job, itemIndex, timeoutMinutes, lastError }: ItemWait): Error {
 		const progress =
-			job?.progress === null || job?.progress === undefined ? '' : `, ${job.progress}% done`;
-		const lastRead = watched?.lastError
-			? ` The last check could not read it: ${watched.lastError.message}.`
-			: '';
+			job.progress === null || job.progress === undefined ? '' : `, ${job.progress}% done`;
+		const lastRead = lastError ? ` The last check could not read it: ${lastError.message}.` : '';
 		return new NodeOperationError(
 			this.ctx.getNode(),
-			`Job ${id} did not finish within ${wait.timeoutMinutes} minutes (status ${job?.status ?? 'unknown'}${progress})`,
+			`Job ${job.id} did not finish within ${timeoutMinutes} minutes (status ${job.status}${progress})`,
 			{
-				itemIndex: wait.itemIndex,
+				itemIndex,
 				description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
 			},
 		);
@@ -118,10 +93,10 @@ export class JobWaiter {
 	private async run(): Promise<void> {
 		this.running = true;
 		try {
-			while (this.watched.size > 0) {
-				const waits = [...this.watched.values()].flatMap((w) => w.waits);
-				await sleep(Math.min(...waits.map((w) => w.intervalMs)), cancelSignal(this.ctx));
-				if (this.watched.size > 0) await this.round();
+			while (this.waits.size > 0) {
+				const intervalMs = Math.min(...[...this.waits].map((w) => w.intervalMs));
+				await sleep(intervalMs, cancelSignal(this.ctx));
+				if (this.waits.size > 0) await this.round();
 			}
 		} catch (error) {
 			// Only the execution's cancel ends the rounds (a round's own failures are the jobs').
@@ -131,21 +106,20 @@ export class JobWaiter {
 		}
 	}
 
-	/** One read of every watched job, in as few requests as the interface allows. */
+	/** One read of every job waited for, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
-		const jobs = [...this.watched.values()].map((w) => w.job);
-		const read = await readJobsSettled(this.ctx, jobs);
-		for (const [id, result] of read) {
-			const watched = this.watched.get(id);
-			if (!watched) continue;
+		const jobs = new Map([...this.waits].map((w) => [w.job.id, w.job]));
+		const read = await readJobsSettled(this.ctx, [...jobs.values()]);
+		for (const wait of [...this.waits]) {
+			const result = read.get(wait.job.id);
 			if (result instanceof Error) {
-				watched.lastError = result;
-				if (lastsForGood(result)) this.end(id, (w) => w.reject(result));
-				continue;
+				wait.lastError = result;
+				if (lastsForGood(result)) wait.end(result);
+			} else if (result) {
+				wait.job = result;
+				wait.lastError = undefined;
+				if (isFinal(result)) wait.end(result);
 			}
-			watched.job = result;
-			watched.lastError = undefined;
-			if (isFinal(result)) this.end(id, (w) => w.resolve(result));
 		}
 	}
 }
