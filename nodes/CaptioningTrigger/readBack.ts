@@ -32,86 +32,72 @@ interface Waiting {
 	resolve: (result: Job | Error) => void;
 }
 
-interface Reader {
-	queue: Waiting[];
-	draining: boolean;
-	lastReadAt: number;
+/** The reads of one trigger (workflow, node and credentials) in this process. */
+class Reader {
+	private queue: Waiting[] = [];
+	private draining = false;
+	private lastReadAt = 0;
 	/** Final jobs recent reads showed, by id, oldest first. */
-	recent: Map<string, { job: Job; at: number }>;
+	private readonly recent = new Map<string, { job: Job; at: number }>();
+
+	/** Forgets the final jobs shown longer ago than `recentMs`, and the oldest past `recentJobs`; whether none is left. */
+	forget(): boolean {
+		for (const [id, shown] of this.recent) {
+			const old = Date.now() - shown.at > readBackLimits.recentMs;
+			if (!old && this.recent.size <= readBackLimits.recentJobs) break;
+			this.recent.delete(id);
+		}
+		return !this.draining && this.recent.size === 0;
+	}
+
+	/** A final job with this status that a recent read showed. */
+	recentWith(id: string, status: Job['status']): Job | undefined {
+		const job = this.recent.get(id)?.job;
+		return job?.status === status ? job : undefined;
+	}
+
+	/** One read of the job, shared with the jobs other executions of this trigger ask for meanwhile. */
+	async read(ctx: IExecuteFunctions, job: Wanted): Promise<Job | Error> {
+		const read = new Promise<Job | Error>((resolve) => this.queue.push({ ctx, job, resolve }));
+		if (!this.draining) void this.drain();
+		return await read;
+	}
+
+	private async drain(): Promise<void> {
+		this.draining = true;
+		while (this.queue.length > 0) {
+			await sleep(Math.max(0, this.lastReadAt + readBackLimits.spacingMs - Date.now()));
+			const batch = this.queue.splice(0);
+			this.lastReadAt = Date.now();
+			// With the credentials of an execution still waiting for it (the batch's first).
+			const read = await readJobsSettled(
+				batch[0].ctx,
+				batch.map((w) => w.job),
+				{
+					seen: (job) => {
+						if (!isFinal(job)) return;
+						this.recent.delete(job.id);
+						this.recent.set(job.id, { job, at: Date.now() });
+					},
+					// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
+					maxPages: Math.min(batch.length, readBackLimits.maxPages),
+				},
+			);
+			for (const w of batch) w.resolve(read.get(w.job.id)!);
+		}
+		this.draining = false;
+	}
 }
 
 const readers = new Map<string, Reader>();
 
 function readerOf(ctx: IExecuteFunctions): Reader {
-	const now = Date.now();
-	for (const [key, r] of readers) {
-		for (const [id, shown] of r.recent) {
-			if (r.recent.size <= readBackLimits.recentJobs && now - shown.at <= readBackLimits.recentMs)
-				break;
-			r.recent.delete(id);
-		}
-		if (!r.draining && r.queue.length === 0 && r.recent.size === 0) readers.delete(key);
-	}
+	for (const [key, reader] of readers) if (reader.forget()) readers.delete(key);
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
 	let reader = readers.get(key);
-	if (!reader) {
-		reader = { queue: [], draining: false, lastReadAt: 0, recent: new Map() };
-		readers.set(key, reader);
-	}
+	if (!reader) readers.set(key, (reader = new Reader()));
 	return reader;
-}
-
-/** A final job with this status that a recent read showed. */
-function recentWith(reader: Reader, id: string, status: Job['status']): Job | undefined {
-	const shown = reader.recent.get(id);
-	return shown && shown.job.status === status && Date.now() - shown.at <= readBackLimits.recentMs
-		? shown.job
-		: undefined;
-}
-
-function remember(reader: Reader, job: Job): void {
-	if (!isFinal(job)) return;
-	reader.recent.delete(job.id);
-	reader.recent.set(job.id, { job, at: Date.now() });
-}
-
-/** One read of the job, shared with the jobs other executions of this trigger ask for meanwhile. */
-async function readTogether(ctx: IExecuteFunctions, job: Wanted): Promise<Job | Error> {
-	const reader = readerOf(ctx);
-	const read = new Promise<Job | Error>((resolve) => reader.queue.push({ ctx, job, resolve }));
-	if (!reader.draining) void drain(reader);
-	return await read;
-}
-
-async function drain(reader: Reader): Promise<void> {
-	reader.draining = true;
-	try {
-		while (reader.queue.length > 0) {
-			await sleep(Math.max(0, reader.lastReadAt + readBackLimits.spacingMs - Date.now()));
-			const batch = reader.queue.splice(0);
-			reader.lastReadAt = Date.now();
-			let read: Map<string, Job | Error>;
-			try {
-				// With the credentials of an execution still waiting for it (the batch's first).
-				read = await readJobsSettled(
-					batch[0].ctx,
-					batch.map((w) => w.job),
-					{
-						seen: (job) => remember(reader, job),
-						// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
-						maxPages: Math.min(batch.length, readBackLimits.maxPages),
-					},
-				);
-			} catch (error) {
-				read = new Map(batch.map((w) => [w.job.id, error as Error]));
-			}
-			for (const w of batch)
-				w.resolve(read.get(w.job.id) ?? new Error(`job ${w.job.id} was not read`));
-		}
-	} finally {
-		reader.draining = false;
-	}
 }
 
 /**
@@ -123,12 +109,11 @@ export async function readUntilShown(
 	job: Wanted,
 	status: Job['status'],
 ): Promise<Job | Error> {
-	const reader = readerOf(ctx);
-	const recent = recentWith(reader, job.id, status);
+	const recent = readerOf(ctx).recentWith(job.id, status);
 	if (recent) return recent;
 	const until = Date.now() + readBackLimits.statusWaitMs;
 	for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
-		const read = await readTogether(ctx, job);
+		const read = await readerOf(ctx).read(ctx, job);
 		if (read instanceof Error || read.status === status || isFinal(read)) return read;
 		if (Date.now() + delay > until) return read;
 		await sleep(delay, ctx.getExecutionCancelSignal());
