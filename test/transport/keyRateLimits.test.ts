@@ -8,8 +8,11 @@ import { sendWithRetries } from '../../nodes/Captioning/transport/retries';
 /** A request's attempts, and how long a write's 429s go again (README's Limits). */
 const ATTEMPTS = 6;
 const WRITE_429_MS = 5 * 60000;
-import { WaitedTooLong } from '../../nodes/Captioning/transport/concurrency';
-import { KeyRateLimits, rateLimitSettings } from '../../nodes/Captioning/transport/rateLimits';
+import {
+	KeyRateLimits,
+	rateLimitSettings,
+	WaitedTooLong,
+} from '../../nodes/Captioning/transport/places';
 
 beforeEach(() => jest.useFakeTimers());
 afterEach(() => jest.useRealTimers());

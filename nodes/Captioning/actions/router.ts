@@ -10,12 +10,7 @@
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import {
-	BatchStopped,
-	DEFAULT_CONCURRENCY,
-	runConcurrency,
-	runPlaces,
-} from '../transport/concurrency';
+import { BatchStopped, DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
 import { batchOf, withOrdered } from './batchState';
 import type { NodeError } from './errorItems';
 import { asNodeError, errorItem } from './errorItems';

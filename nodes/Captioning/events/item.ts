@@ -6,7 +6,7 @@ import type { CaptionSettings } from '../captions';
 import { captionOutputs, captionSettings } from '../captions';
 import type { EventType } from '../model/events';
 import type { Job } from '../model/types';
-import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/concurrency';
+import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */

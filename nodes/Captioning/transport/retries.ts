@@ -9,7 +9,8 @@
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import { BatchStopped, runConcurrency, WaitedTooLong } from './concurrency';
+import type { RateLimit } from './places';
+import { BatchStopped, rateLimitSettings, runConcurrency, WaitedTooLong } from './places';
 import { apiError, describe, header, serviceError } from './errors';
 import {
 	certificateError,
@@ -19,8 +20,6 @@ import {
 	notSentError,
 	refusedByN8n,
 } from './unanswered';
-import type { RateLimit } from './rateLimits';
-import { rateLimitSettings } from './rateLimits';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 

@@ -8,8 +8,8 @@ import type {
 } from 'n8n-workflow';
 import { createHash, createHmac } from 'node:crypto';
 
-import type { KeyRateLimits } from './rateLimits';
-import { rateLimitsFor } from './rateLimits';
+import type { KeyRateLimits } from './places';
+import { rateLimitsFor } from './places';
 import { refuse } from './errors';
 
 export type ApiContext =

@@ -1,5 +1,5 @@
 // A node run's places (Batching → Concurrency): who waits, and what ends a wait.
-import { BatchStopped, Places } from '../../nodes/Captioning/transport/concurrency';
+import { BatchStopped, Places } from '../../nodes/Captioning/transport/places';
 
 test('a cancelled execution releases the requests waiting for a place: each is refused, none is granted', async () => {
 	const cancel = new AbortController();
