@@ -1,5 +1,5 @@
-// The key's rate limits (transport/rateLimits.ts) and a request's attempts (transport/retries.ts)
-// under jest's fake clock: each rule written at the top of rateLimits.ts, decided by the clock it
+// The key's rate limits (transport/places.ts) and a request's attempts (transport/retries.ts)
+// under jest's fake clock: each rule written at the top of places.ts, decided by the clock it
 // is given, not by how busy the machine is.
 import type { IN8nHttpFullResponse, INode, NodeApiError } from 'n8n-workflow';
 

@@ -3,7 +3,7 @@
 //    e.g. an S3 object's HEAD, Concurrency at a time): a batch with a bad item orders nothing, unless
 //    Continue On Fail turns the bad items into error items.
 // 2. Then all items run at once: at most Concurrency of their requests under way, each also waiting
-//    for its turn under the key's rate limits (transport/rateLimits.ts).
+//    for its turn under the key's rate limits (transport/places.ts).
 // 3. Each item ends as its outputs or one error item, in input order, paired with its input.
 //    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
 //    error names the items already ordered, with their job ids.

@@ -145,7 +145,7 @@ class Attempts {
 		const { ctx, options } = this;
 		const status = response.statusCode;
 		const retryAfter = retryAfterMs(response);
-		// A 429 holds the key's limit for every request (rateLimits.ts).
+		// A 429 holds the key's limit for every request (places.ts).
 		options.rateLimit?.observe(status, retryAfter);
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') => {
