@@ -34,16 +34,6 @@ function retryContext(ctx: IExecuteFunctions): {
 	};
 }
 
-/**
- * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked
- * (the service may start fetching it some time after the order). A repeat is found by the order's
- * tag, which names the object, never the link.
- */
-function signedLink(order: Order): string {
-	const { checked, hours } = order.s3!;
-	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date());
-}
-
 /** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */
 interface ReadFile {
 	sha?: string;
@@ -93,30 +83,20 @@ function replayOf(job: Job, order: Order): Placed {
 }
 
 /**
- * n8n's own webhook address, origin and path prefix (`https://n8n.example.com/`): what stands before
- * `webhook-waiting/<execution id>` in `$execution.resumeUrl`, as before `webhook/<id>/captioning`
- * in a trigger's URL (both are n8n's WEBHOOK_URL).
- */
-function ownWebhookBase(ctx: IExecuteFunctions, i: number): string | undefined {
-	try {
-		const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
-		return `${resume.origin}${resume.pathname.split('/').slice(0, -2).join('/')}/`;
-	} catch {
-		return undefined;
-	}
-}
-
-/**
- * A Captioning Trigger's URL on this n8n (its own webhook address, then `webhook/<id>/captioning`)
- * carries the credentials' Webhook Secret Token; a URL anywhere else never does.
+ * A Captioning Trigger's URL on this n8n carries the credentials' Webhook Secret Token; a URL
+ * anywhere else never does. This n8n's webhook address (origin and path prefix) is what stands
+ * before `webhook-waiting/<execution id>` in `$execution.resumeUrl`, as before
+ * `webhook/<id>/captioning` in a trigger's URL: both are n8n's WEBHOOK_URL.
  */
 function withWebhookToken(ctx: IExecuteFunctions, i: number, body: CreateJobBody, token: string) {
 	if (!body.webhook_url?.includes('/captioning')) return;
 	const url = new URL(body.webhook_url);
-	const base = ownWebhookBase(ctx, i);
+	const resume = String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i));
+	if (!URL.canParse(resume)) return;
+	const own = new URL(resume);
+	const base = `${own.origin}${own.pathname.split('/').slice(0, -2).join('/')}/`;
 	const address = `${url.origin}${url.pathname}`;
 	const ours =
-		base !== undefined &&
 		address.startsWith(base) &&
 		/^[^/]+\/[^/]+\/captioning$/.test(address.slice(base.length)) &&
 		url.username === '' &&
@@ -143,7 +123,11 @@ async function bodyOf(
 	if (tag) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
-	if (order.s3) body.media_url = signedLink(order);
+	// An S3 Object's link, signed now, valid an hour more than asked (the service may start fetching
+	// some time after the order). A repeat is found by the order's tag, which names the object.
+	const s3 = order.s3?.checked;
+	if (s3)
+		body.media_url = presignGet(s3.access, s3.object, (order.s3!.hours + 1) * 3600, new Date());
 	return body;
 }
 
