@@ -158,7 +158,7 @@ async function placeKeyed(
 	i: number,
 	order: Order,
 	orders: RunOrders,
-	{ key, tag, matches, named, media, custom }: OrderNames,
+	{ key, tag, matches, named, media }: OrderNames,
 	file?: ReadFile,
 ): Promise<Placed> {
 	const thisOrder = (job: Job) => matches(job, retryContext(ctx).uploads[tag]);
@@ -189,7 +189,7 @@ async function placeKeyed(
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
 		const earlier = await orders.earlier(thisOrder, true);
 		if (earlier) return replayOf(earlier, order);
-		throw explainConflict(error, media, custom ? key : undefined);
+		throw explainConflict(error, media, order.idempotency === 'custom' ? key : undefined);
 	}
 }
 

@@ -91,52 +91,45 @@ export const inPlaceWait = { pollS: 15 };
 
 const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
 
-/**
- * Why this batch cannot sleep until the events (its jobs' URLs do not describe it), if so: an item
- * that failed, a job another execution ordered (its events go there), or an item no job's URL names.
- */
-export function inPlaceReason(
-	outputs: INodeExecutionData[],
-	orderedElsewhere: Set<string>,
-): 'failed' | 'elsewhere' | 'unnamed' | undefined {
+const itemOf = (item: INodeExecutionData) => (item.pairedItem as { item: number }).item;
+
+/** Why the jobs' URLs do not describe the batch, if so. */
+function inPlaceReason(outputs: INodeExecutionData[], elsewhere: Set<string>) {
 	if (outputs.some((item) => !isJob(item.json))) return 'failed';
-	if (outputs.some((item) => orderedElsewhere.has(item.json.id as string))) return 'elsewhere';
-	const unnamed = outputs.some((item) => {
-		const index = (item.pairedItem as { item: number }).item;
-		const { options } = item.json as unknown as Job;
-		return !itemsOf(options?.webhook_url).items.includes(index);
-	});
-	return unnamed ? 'unnamed' : undefined;
+	if (outputs.some((item) => elsewhere.has(item.json.id as string))) return 'elsewhere';
+	const named = (item: INodeExecutionData) =>
+		itemsOf((item.json as unknown as Job).options?.webhook_url).items.includes(itemOf(item));
+	return outputs.every(named) ? undefined : 'unnamed';
 }
 
 /**
  * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
- * (a repeat of orders that finished); checked here every `inPlaceWait.pollS` seconds until its
- * Timeout when `inPlace` says the batch cannot sleep; otherwise the execution sleeps until the
- * events. Returns whether it waited here.
+ * (a repeat of orders that finished). Where the jobs' URLs do not describe the batch (an item that
+ * failed, a job another execution ordered: its events go there, an item no job's URL names), they
+ * are checked here every `inPlaceWait.pollS` seconds until their Timeout, and the reason is
+ * returned. Otherwise the execution sleeps until the events, as long as the longest Timeout.
  */
 export async function waitForJobs(
 	ctx: IExecuteFunctions,
 	outputs: INodeExecutionData[],
-	options: { timeouts: Map<number, number>; inPlace: boolean; waiter: JobWaiter },
-): Promise<boolean> {
+	batch: { webhookTimeouts: Map<number, number>; orderedElsewhere: Set<string>; waiter: JobWaiter },
+): Promise<ReturnType<typeof inPlaceReason>> {
 	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
-	if (open.length === 0) return false;
-	if (!options.inPlace) {
-		// One sleep for the batch: until the longest Timeout its items ask for.
-		const minutes = Math.max(...options.timeouts.values());
+	const reason = inPlaceReason(outputs, batch.orderedElsewhere);
+	if (open.length === 0) return undefined;
+	if (!reason) {
+		const minutes = Math.max(...batch.webhookTimeouts.values());
 		await ctx.putExecutionToWait(new Date(Date.now() + minutes * 60000));
-		return false;
+		return undefined;
 	}
 	await Promise.all(
 		open.map(async (item) => {
-			const itemIndex = (item.pairedItem as { item: number }).item;
 			try {
-				const job = await options.waiter.wait(
+				const job = await batch.waiter.wait(
 					item.json as unknown as Job,
-					itemIndex,
+					itemOf(item),
 					inPlaceWait.pollS,
-					options.timeouts.get(itemIndex)!,
+					batch.webhookTimeouts.get(itemOf(item))!,
 				);
 				item.json = {
 					...item.json,
@@ -149,5 +142,5 @@ export async function waitForJobs(
 			}
 		}),
 	);
-	return true;
+	return reason;
 }

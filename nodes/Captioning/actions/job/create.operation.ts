@@ -21,13 +21,7 @@ import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
 import { refuse } from '../../transport/errors';
 import { s3Uri } from '../../s3/addresses';
-import {
-	batchUrl,
-	inPlaceReason,
-	inPlaceWait,
-	resumeUrlFor,
-	waitForJobs,
-} from '../../waiting/webhook';
+import { batchUrl, inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
 const DONT_WAIT: INodePropertyOptions = {
@@ -570,13 +564,7 @@ export async function execute(
 		if (placed.elsewhere) batch.orderedElsewhere.add(job.id);
 		// Once every item is ordered: the execution sleeps until the events say all jobs are final.
 		batch.afterRun ??= async (outputs) => {
-			const reason = inPlaceReason(outputs, batch.orderedElsewhere);
-			const waited = await waitForJobs(this, outputs, {
-				timeouts: batch.webhookTimeouts,
-				inPlace: reason !== undefined,
-				waiter: batch.waiter,
-			});
-			if (waited) batch.notes.webhookInPlace = reason;
+			batch.notes.webhookInPlace = await waitForJobs(this, outputs, batch);
 		};
 	}
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
