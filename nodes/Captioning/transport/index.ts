@@ -1,11 +1,6 @@
 // The one way the nodes talk to the service: apiRequest over httpRequestWithAuthentication, with
 // the key's rate limits and the retries of retries.ts, and errors mapped once (errors.ts).
-import type {
-	IDataObject,
-	IHttpRequestMethods,
-	IHttpRequestOptions,
-	IN8nHttpFullResponse,
-} from 'n8n-workflow';
+import type { IDataObject, IHttpRequestMethods, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import { cancelSignal, sendWithRetries } from './retries';
 import type { ApiContext } from './service';
@@ -46,39 +41,31 @@ export async function apiRequest<T>(
 	options: ApiRequestOptions = {},
 ): Promise<ApiResponse<T>> {
 	const { baseUrl, rateLimits } = await serviceOf(ctx, options.itemIndex);
-	const headers: IDataObject = {};
-	if (options.idempotencyKey !== undefined) headers['Idempotency-Key'] = options.idempotencyKey;
-	const request: IHttpRequestOptions = {
-		method,
-		url: `${baseUrl}${path}`,
-		qs: options.qs,
-		body: options.body,
-		headers,
-		json: true,
-		returnFullResponse: true,
-		ignoreHttpStatusErrors: true,
-		// n8n forwards credentials across origins on redirect by default: never follow one with the key.
-		disableFollowRedirect: true,
-		timeout: 60000,
-	};
-	const retryable = !(
-		method === 'POST' &&
-		path === '/jobs' &&
-		options.idempotencyKey === undefined
-	);
+	const headers: IDataObject =
+		options.idempotencyKey === undefined ? {} : { 'Idempotency-Key': options.idempotencyKey };
 	const response = await sendWithRetries(
 		ctx,
 		{
-			retryable,
+			// A POST /jobs goes again only with its Idempotency-Key: never a second job.
+			retryable: method !== 'POST' || path !== '/jobs' || options.idempotencyKey !== undefined,
 			rateLimit: method === 'GET' ? rateLimits.read : rateLimits.write,
 			target: `the captioning service at ${new URL(baseUrl).origin}`,
 			itemIndex: options.itemIndex,
 		},
 		async () => {
 			const attempt = ctx.helpers.httpRequestWithAuthentication.call(ctx, CREDENTIAL_NAME, {
-				...request,
+				method,
+				url: `${baseUrl}${path}`,
+				qs: options.qs,
+				body: options.body,
 				// A fresh headers object per attempt: authentication writes the key into it.
 				headers: { ...headers },
+				json: true,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				// n8n forwards credentials across origins on redirect by default: never follow one with the key.
+				disableFollowRedirect: true,
+				timeout: 60000,
 			});
 			// Heard before the caller sees the outcome (the first reaction to the attempt).
 			attempt.then(
