@@ -106,10 +106,7 @@ export const probe: INodeType = {
 				return [[{ json: {} }]];
 			}
 			case 'download': {
-				const d = await downloadFile(this, p.url as string, {
-					name: 'The captions',
-					itemIndex: 0,
-				});
+				const d = await downloadFile(this, p.url as string, 'The captions', 0);
 				return [[{ json: { contentType: d.contentType, text: d.data.toString('utf8') } }]];
 			}
 		}

@@ -238,10 +238,7 @@ export async function captionOutputs(
 	const settled = await Promise.allSettled(
 		formats.map(
 			async (format) =>
-				await downloadFile(ctx, captions[format], {
-					name: `The ${format.toUpperCase()} captions`,
-					itemIndex: i,
-				}),
+				await downloadFile(ctx, captions[format], `The ${format.toUpperCase()} captions`, i),
 		),
 	);
 	const failed: CaptionFailure[] = [];

@@ -31,27 +31,23 @@ const downloadLimits = {
 /** A streamed answer's body (a Node.js Readable). */
 type Body = AsyncIterable<Buffer> & { destroy(): void };
 
-/** A body's bytes, up to `max`; past it the stream is closed and `over` says how far it got. */
+/** A body's bytes, up to `max` (or none when `declared` is past it); past it the stream is closed and `over` says how far it got. */
 async function bytesUpTo(
 	body: Body,
 	max: number,
 	declared: number,
 ): Promise<{ data: Buffer; over?: number }> {
-	if (declared > max) {
-		body.destroy();
-		return { data: Buffer.alloc(0), over: declared };
-	}
 	const chunks: Buffer[] = [];
-	let size = 0;
-	for await (const chunk of body) {
-		size += chunk.length;
-		if (size > max) {
-			body.destroy();
-			return { data: Buffer.alloc(0), over: size };
+	let size = declared > max ? declared : 0;
+	if (size <= max)
+		for await (const chunk of body) {
+			size += chunk.length;
+			if (size > max) break; // leaving the loop closes the stream
+			chunks.push(chunk);
 		}
-		chunks.push(chunk);
-	}
-	return { data: Buffer.concat(chunks) };
+	if (size <= max) return { data: Buffer.concat(chunks) };
+	body.destroy();
+	return { data: Buffer.alloc(0), over: size };
 }
 
 /**
@@ -65,9 +61,10 @@ async function bytesUpTo(
 export async function downloadFile(
 	ctx: ApiContext,
 	url: string,
-	options: DownloadOptions,
+	/** What the file is, for errors: "The SRT captions". */
+	name: string,
+	itemIndex?: number,
 ): Promise<Download> {
-	const { itemIndex } = options;
 	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
 	let link = url;
 	for (let hop = 0; ; hop++) {
@@ -78,12 +75,12 @@ export async function downloadFile(
 				'A captions link of the job is not an http(s) URL, so it was not fetched',
 				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
-		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, options);
+		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, itemIndex);
 		if (over !== undefined)
 			refuse(
 				ctx,
 				itemIndex,
-				`${options.name} are ${over.toLocaleString('en-US')} bytes or more, over the ${downloadLimits.bytes.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
+				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${downloadLimits.bytes.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
 				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
 			);
 		const location = header(response, 'location');
@@ -110,12 +107,6 @@ export async function downloadFile(
 	}
 }
 
-export interface DownloadOptions {
-	/** What the file is, for errors: "The SRT captions". */
-	name: string;
-	itemIndex?: number;
-}
-
 /**
  * One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed
  * back. The body is read as it comes, up to downloadLimits (`over` when the file is past it).
@@ -125,7 +116,7 @@ async function fetchOnce(
 	url: string,
 	baseUrl: string,
 	rateLimits: KeyRateLimits,
-	options: DownloadOptions,
+	itemIndex?: number,
 ): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
@@ -147,7 +138,7 @@ async function fetchOnce(
 			retryable: true,
 			rateLimit: withKey ? rateLimits.read : undefined,
 			target,
-			itemIndex: options.itemIndex,
+			itemIndex,
 			keep: (status) => status < 400 && status !== 304,
 		},
 		async () => {
