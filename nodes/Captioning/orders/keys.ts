@@ -44,6 +44,8 @@ export const ORDER_TAG = 'n8n_order';
 /** What names an order: its key, its tag, which jobs are it, and how errors name it. */
 export interface OrderNames {
 	key: string;
+	/** The key is the user's Custom Key. */
+	custom: boolean;
 	/**
 	 * Its one name, from the key and what it orders (the body, an On Webhook order's without its
 	 * Webhook URL; a file by its SHA-256, an S3 Object by its address and version): the `n8n_order`
@@ -86,6 +88,7 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 				: `${order.body.media_url}`;
 	return {
 		key,
+		custom: order.idempotency === 'custom',
 		tag,
 		matches: (job, uploadId) => isOrder(job, order, tag, uploadId),
 		named: `${order.body.title ? `"${order.body.title}" ` : ''}of ${media}`,

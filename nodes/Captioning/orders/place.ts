@@ -34,6 +34,16 @@ function retryContext(ctx: IExecuteFunctions): {
 	};
 }
 
+/**
+ * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked
+ * (the service may start fetching it some time after the order). A repeat is found by the order's
+ * tag, which names the object, never the link.
+ */
+function signedLink(order: Order): string {
+	const { checked, hours } = order.s3!;
+	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date());
+}
+
 /** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */
 interface ReadFile {
 	sha?: string;
@@ -123,11 +133,7 @@ async function bodyOf(
 	if (tag) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
-	// An S3 Object's link, signed now, valid an hour more than asked (the service may start fetching
-	// some time after the order). A repeat is found by the order's tag, which names the object.
-	const s3 = order.s3?.checked;
-	if (s3)
-		body.media_url = presignGet(s3.access, s3.object, (order.s3!.hours + 1) * 3600, new Date());
+	if (order.s3) body.media_url = signedLink(order);
 	return body;
 }
 
@@ -158,7 +164,7 @@ async function placeKeyed(
 	i: number,
 	order: Order,
 	orders: RunOrders,
-	{ key, tag, matches, named, media }: OrderNames,
+	{ key, tag, matches, named, media, custom }: OrderNames,
 	file?: ReadFile,
 ): Promise<Placed> {
 	const thisOrder = (job: Job) => matches(job, retryContext(ctx).uploads[tag]);
@@ -189,7 +195,7 @@ async function placeKeyed(
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
 		const earlier = await orders.earlier(thisOrder, true);
 		if (earlier) return replayOf(earlier, order);
-		throw explainConflict(error, media, order.idempotency === 'custom' ? key : undefined);
+		throw explainConflict(error, media, custom ? key : undefined);
 	}
 }
 
