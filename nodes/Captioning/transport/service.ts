@@ -42,21 +42,6 @@ export interface Service {
 const tokenOf = (apiKey: string) =>
 	createHmac('sha256', apiKey).update('captioning webhook token').digest('base64url').slice(0, 32);
 
-/**
- * The token before the current one, taken too so that the events of jobs ordered before a change
- * start their runs: the Previous Webhook Secret Token, or where it is empty and a token is set, the
- * one derived from the API key (the token in use before one was set).
- */
-function previousToken(credentials: {
-	apiKey?: string;
-	webhookToken?: string;
-	previousWebhookToken?: string;
-}): string | undefined {
-	const previous = String(credentials.previousWebhookToken ?? '');
-	if (previous) return previous;
-	return credentials.webhookToken ? tokenOf(String(credentials.apiKey ?? '')) : undefined;
-}
-
 const services = new WeakMap<object, Map<number, Promise<Service>>>();
 
 /**
@@ -77,12 +62,7 @@ export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service
 }
 
 async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
-	const credentials = await ctx.getCredentials<{
-		apiKey?: string;
-		baseUrl?: string;
-		webhookToken?: string;
-		previousWebhookToken?: string;
-	}>(CREDENTIAL_NAME, itemIndex);
+	const credentials = await ctx.getCredentials(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
 	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1'))
 		refuse(
@@ -91,12 +71,14 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
 			'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		);
-	const keyDigest = createHash('sha256')
-		.update(`${baseUrl}\n${String(credentials.apiKey ?? '')}`)
-		.digest('hex');
-	const webhookToken =
-		String(credentials.webhookToken ?? '') || tokenOf(String(credentials.apiKey ?? ''));
-	const previous = previousToken(credentials);
+	const apiKey = String(credentials.apiKey ?? '');
+	const keyDigest = createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex');
+	const ownToken = String(credentials.webhookToken ?? '');
+	const webhookToken = ownToken || tokenOf(apiKey);
+	// The token before the current one is taken too, so that the events of jobs ordered before a
+	// change start their runs: the Previous Webhook Secret Token, or where it is empty and a token is
+	// set, the one derived from the API key (the token in use before one was set).
+	const previous = String(credentials.previousWebhookToken ?? '') || (ownToken && tokenOf(apiKey));
 	return {
 		baseUrl,
 		rateLimits: rateLimitsFor(keyDigest),
