@@ -14,6 +14,8 @@ import type {
 
 const rows = new Map<string, string[]>();
 let calls = 0;
+/** Records to fail before any is written, as n8n's store does where two processes insert a node's first record at once. */
+let failures = 0;
 /** How long each call takes (n8n's store is a database: its calls take macrotasks). */
 let delayMs = 0;
 const answerLater = async () => {
@@ -32,6 +34,10 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		if (options.mode !== 'entries') throw new Error('the harness keeps mode "entries" only');
 		calls += 1;
 		await answerLater();
+		if (failures > 0) {
+			failures -= 1;
+			throw new Error('duplicate key value violates unique constraint "PK_processed_data"');
+		}
 		const row = rows.get(rowOf(scope, data)) ?? [];
 		const out = { new: [] as DeduplicationItemTypes[], processed: [] as DeduplicationItemTypes[] };
 		for (const item of items) {
@@ -104,4 +110,12 @@ export function processedCalls(): number {
 /** Makes every call to the store take `ms` (0: at once). */
 export function setProcessedDelay(ms: number): void {
 	delayMs = ms;
+}
+
+/**
+ * Fails the next `n` records, writing nothing, as n8n's store (2.41.1, queue mode) fails the
+ * second of two processes that insert a node's first record at the same moment.
+ */
+export function failNextRecords(n: number): void {
+	failures = n;
 }

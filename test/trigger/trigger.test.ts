@@ -9,6 +9,7 @@ import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
 import { CaptioningTrigger } from '../../nodes/CaptioningTrigger/CaptioningTrigger.node.js';
 import { onFastClock } from '../helpers/clock';
+import { failNextRecords } from '../engine/processed';
 import { binaryDataService } from '../engine/workflow';
 import type { ServedTrigger } from '../engine/servedTrigger';
 import { serveTrigger } from '../engine/servedTrigger';
@@ -138,6 +139,17 @@ describe('an event delivered once starts one run', () => {
 			],
 		]);
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
+	});
+
+	test("n8n's store fails the first record (another worker inserted the node's row at that moment): the run records once more and goes on", async () => {
+		const t = await start();
+		const id = await order(t.url);
+		failNextRecords(1);
+		sb.completeJob(id);
+		await settle();
+		expect(t.failed).toEqual([]);
+		expect(t.executions).toHaveLength(1);
+		expect(t.executions[0][0].json).toMatchObject({ id, event_type: 'job.completed' });
 	});
 
 	test('job.cancelled: one run with the cancellation', async () => {
