@@ -1,59 +1,155 @@
-// npm run test:e2e: the e2e suites for each n8n version at once, one jest process per version (each
-// n8n instance, sandbox and port is its own), so that the two cores are both in use. The package is
-// packed once, before either starts (a pack builds dist/, which two packs at once would race on).
-// Suites that are not per version (the scanner, the AI tool) run once, with the last version (1.x:
-// its suites end sooner).
-// Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions.
-import { spawn } from 'node:child_process';
+// npm run test:e2e: the e2e suites for each n8n version, each suite file a jest process of its own,
+// N8N_E2E_SLOTS of them at once (default 4): most of a suite's time is waiting (for polls, the
+// sender, a Timeout, an execution time limit), so four keep the two cores busy where one process
+// per version left them half idle. The longest suites start first; a suite that loads n8n (bursts,
+// kills, floods, a concurrency limit) never runs beside another such suite. Each suite has its own
+// n8n instance, sandbox and ports. The package is packed once, before any starts (a pack builds
+// dist/, which two packs at once would race on). Suites that are not per version (the scanner, the
+// AI tool) run once, with the last version. Prints each suite's time at the end.
+// Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions;
+// E2E_JSON_DIR: a folder for jest's JSON result of each suite (.ci/run sums them up).
+import { execFile, spawn } from 'node:child_process';
 import path from 'node:path';
+import { promisify } from 'node:util';
 
 import { packPackage } from './instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
-const ONCE = ['scanner\\.test\\.ts$', 'agentTool\\.test\\.ts$'];
+const SLOTS = Math.max(1, Number(process.env.N8N_E2E_SLOTS ?? 4));
+const ONCE = ['scanner.test.ts', 'agentTool.test.ts'];
+/** Suites that load n8n: one at a time, so that each runs at the size a 2-core machine answers. */
+const LOADS = [
+	'burst.test.ts',
+	'killedMidRun.test.ts',
+	'flood.test.ts',
+	'concurrencyLimit.test.ts',
+];
+/** About how long each suite takes alone (s, 2 cores): the longest start first. */
+const SECONDS: Record<string, number> = {
+	'e2e.test.ts': 200,
+	'payOnceAcrossExecutions.test.ts': 140,
+	'durableWaits.test.ts': 135,
+	'concurrencyLimit.test.ts': 130,
+	'killedMidRun.test.ts': 125,
+	'repeats.test.ts': 100,
+	'burst.test.ts': 90,
+	'flood.test.ts': 75,
+	'networkFaults.test.ts': 60,
+	's3Objects.test.ts': 50,
+	'scanner.test.ts': 30,
+	'agentTool.test.ts': 15,
+};
 const root = path.join(__dirname, '..', '..');
+const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
+const args = process.argv.slice(2);
 
-async function runVersion(version: string, once: boolean, tgz: string): Promise<number> {
-	const ignore = ['/node_modules/', 'queue\\.test\\.ts$', ...(once ? [] : ONCE)];
-	const args = [
-		path.join(root, 'node_modules', 'jest', 'bin', 'jest.js'),
-		'-c',
-		'jest.e2e.config.js',
-		'--runInBand',
-		// Each test's time too: what a slow CI spends its minutes on.
-		'--verbose',
-		'--testPathIgnorePatterns',
-		...ignore,
-		'--',
-		...process.argv.slice(2),
-	];
-	const started = Date.now();
-	const child = spawn(process.execPath, args, {
-		cwd: root,
-		env: { ...process.env, N8N_E2E_VERSIONS: version, CAPTIONING_PACKAGE_TGZ: tgz },
-		stdio: ['ignore', 'pipe', 'pipe'],
-	});
+interface Suite {
+	version: string;
+	file: string;
+	name: string;
+	load: boolean;
+}
+interface Result extends Suite {
+	code: number;
+	startedS: number;
+	seconds: number;
+}
+
+async function listSuites(): Promise<string[]> {
+	const { stdout } = await promisify(execFile)(
+		process.execPath,
+		[jest, '-c', 'jest.e2e.config.js', '--listTests', ...args],
+		{ cwd: root, maxBuffer: 16 * 1024 * 1024 },
+	);
+	return stdout.split('\n').filter((line) => line.endsWith('.ts'));
+}
+
+async function runSuite(suite: Suite, tgz: string, started: number): Promise<Result> {
+	const json = process.env.E2E_JSON_DIR
+		? [
+				'--json',
+				`--outputFile=${path.join(process.env.E2E_JSON_DIR, `e2e-${suite.version}-${suite.name}.json`)}`,
+			]
+		: [];
+	const begun = Date.now();
+	const child = spawn(
+		process.execPath,
+		// Each test's time too (what a slow CI spends its minutes on); the suite last, by path (a
+		// pattern among the arguments picked it already).
+		[
+			jest,
+			'-c',
+			'jest.e2e.config.js',
+			'--runInBand',
+			'--verbose',
+			...json,
+			...args,
+			'--runTestsByPath',
+			suite.file,
+		],
+		{
+			cwd: root,
+			env: { ...process.env, N8N_E2E_VERSIONS: suite.version, CAPTIONING_PACKAGE_TGZ: tgz },
+			stdio: ['ignore', 'pipe', 'pipe'],
+		},
+	);
+	const tag = `[n8n ${suite.version} ${suite.name.replace(/\.test\.ts$/, '')}]`;
 	const prefix = (chunk: Buffer, to: NodeJS.WriteStream) =>
 		to.write(
 			String(chunk)
 				.split('\n')
 				.filter((line, n, all) => line !== '' || n < all.length - 1)
-				.map((line) => `[n8n ${version}] ${line}\n`)
+				.map((line) => `${tag} ${line}\n`)
 				.join(''),
 		);
 	child.stdout.on('data', (chunk: Buffer) => prefix(chunk, process.stdout));
 	child.stderr.on('data', (chunk: Buffer) => prefix(chunk, process.stderr));
 	const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
-	console.log(
-		`[n8n ${version}] e2e suites ${code === 0 ? 'passed' : 'FAILED'} in ${Math.round((Date.now() - started) / 1000)} s`,
-	);
-	return code;
+	const seconds = Math.round((Date.now() - begun) / 1000);
+	console.log(`${tag} ${code === 0 ? 'passed' : 'FAILED'} in ${seconds} s`);
+	return { ...suite, code, seconds, startedS: Math.round((begun - started) / 1000) };
 }
 
 void (async () => {
+	const started = Date.now();
 	const tgz = await packPackage();
-	const codes = await Promise.all(
-		VERSIONS.map(async (v, n) => await runVersion(v, n === VERSIONS.length - 1, tgz)),
+	const files = await listSuites();
+	const queue: Suite[] = VERSIONS.flatMap((version, n) =>
+		files
+			.map((file) => ({ version, file, name: path.basename(file) }))
+			.filter(({ name }) => n === VERSIONS.length - 1 || !ONCE.includes(name))
+			.map((suite) => ({ ...suite, load: LOADS.includes(suite.name) })),
+	).sort((a, b) => (SECONDS[b.name] ?? 100) - (SECONDS[a.name] ?? 100));
+	const results: Result[] = [];
+	let loading = 0;
+	const waiting: Array<() => void> = [];
+	const lane = async () => {
+		for (;;) {
+			const next = queue.findIndex((suite) => !suite.load || loading === 0);
+			if (next < 0) {
+				if (queue.length === 0) return;
+				// Only suites that load n8n are left, and one runs: wait for it.
+				await new Promise<void>((resolve) => waiting.push(resolve));
+				continue;
+			}
+			const [suite] = queue.splice(next, 1);
+			if (suite.load) loading += 1;
+			try {
+				results.push(await runSuite(suite, tgz, started));
+			} finally {
+				if (suite.load) loading -= 1;
+				for (const resolve of waiting.splice(0)) resolve();
+			}
+		}
+	};
+	await Promise.all(Array.from({ length: SLOTS }, lane));
+	const failed = results.filter((r) => r.code !== 0);
+	console.log(
+		`=== e2e suites: ${results.length - failed.length} of ${results.length} passed in ${Math.round((Date.now() - started) / 1000)} s (${SLOTS} at once); each suite (started at, took, s) ===`,
 	);
-	process.exit(codes.every((c) => c === 0) ? 0 : 1);
+	for (const r of results.sort((a, b) => a.startedS - b.startedS))
+		console.log(
+			`${String(r.startedS).padStart(5)} ${String(r.seconds).padStart(5)}  ${r.version.padEnd(8)} ${r.name}${r.code === 0 ? '' : '  FAILED'}`,
+		);
+	process.exit(failed.length === 0 ? 0 : 1);
 })();
