@@ -398,6 +398,7 @@ export async function createN8n(
 					lastName: 'Owner',
 					password: 'Passw0rd-for-e2e',
 				};
+				const answers: string[] = [];
 				const post = async (route: string, body: object) => {
 					const r = await request(`${instance.url}/rest${route}`, {
 						method: 'POST',
@@ -405,33 +406,30 @@ export async function createN8n(
 						headers: { 'content-type': 'application/json' },
 						body: JSON.stringify(body),
 					});
-					await r.body.text();
-					return r;
-				};
-				// n8n mounts its REST routes in stages after it says it is ready: retry while they 404.
-				const deadline = Date.now() + 30000;
-				let res = await post('/owner/setup', owner);
-				while (res.statusCode === 404 && Date.now() < deadline) {
-					await new Promise((r) => setTimeout(r, 500));
-					res = await post('/owner/setup', owner);
-				}
-				const cookieOf = (r: typeof res) =>
-					([] as string[])
+					answers.push(`${route} ${r.statusCode} ${(await r.body.text()).slice(0, 200)}`);
+					return ([] as string[])
 						.concat(r.headers['set-cookie'] ?? [])
 						.map((c) => c.split(';')[0])
 						.join('; ');
-				cookie = cookieOf(res);
-				// Setup may answer without a session (already set up, or auth not yet in place): log in.
+				};
+				// n8n mounts its REST routes in stages after it says it is ready (404), and under load on
+				// 2 cores 2.41.1 answers 503 "Database is not ready!" for a while: set up the owner, or
+				// (already set up, or auth not yet in place) log in, until either gives a session.
+				const deadline = Date.now() + 120000;
 				while (!cookie && Date.now() < deadline) {
-					res = await post('/login', {
-						emailOrLdapLoginId: owner.email,
-						email: owner.email,
-						password: owner.password,
-					});
-					cookie = cookieOf(res);
+					cookie = await post('/owner/setup', owner);
+					if (!cookie && !/^\S+ (404|5\d\d) /.test(answers.at(-1)!))
+						cookie = await post('/login', {
+							emailOrLdapLoginId: owner.email,
+							email: owner.email,
+							password: owner.password,
+						});
 					if (!cookie) await new Promise((r) => setTimeout(r, 500));
 				}
-				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);
+				if (!cookie)
+					throw new Error(
+						`could not log in to n8n; its last answers:\n${answers.slice(-6).join('\n')}`,
+					);
 			}
 			const send = async () => {
 				const r = await request(`${instance.url}/rest${pathname}`, {
