@@ -19,7 +19,7 @@ for (const name of readdirSync(folder).filter((n) => n.endsWith('.json'))) {
 		const tests = suite.assertionResults ?? [];
 		rows.push({
 			seconds,
-			line: `${seconds.toFixed(0).padStart(6)}  ${run.padEnd(14)} ${path.basename(suite.name).padEnd(34)} ${tests.filter((t) => t.status === 'passed').length}/${tests.length} passed${suite.status === 'passed' ? '' : `  ${suite.status.toUpperCase()}`}`,
+			line: `${seconds.toFixed(0).padStart(6)}  ${run.padEnd(14)} ${path.basename(suite.name).padEnd(34)} ${tests.filter((t) => t.status === 'passed').length}/${tests.length} passed${suite.status === 'failed' ? '  FAILED' : ''}`,
 		});
 	}
 }

@@ -1,23 +1,26 @@
 // npm run test:e2e: the e2e suites for each n8n version, each suite file a jest process of its own,
-// N8N_E2E_SLOTS of them at once (default 4): most of a suite's time is waiting (for polls, the
-// sender, a Timeout, an execution time limit), so four keep the two cores busy where one process
-// per version left them half idle. The longest suites start first; a suite that loads n8n (bursts,
-// kills, floods, a concurrency limit) never runs beside another such suite. Each suite has its own
-// n8n instance, sandbox and ports. The package is packed once, before any starts (a pack builds
-// dist/, which two packs at once would race on). Suites that are not per version (the scanner, the
-// AI tool) run once, with the last version. Prints each suite's time at the end.
+// N8N_E2E_SLOTS of them at once (default 3): most of a suite's time is waiting (for polls, the
+// sender, a Timeout, an execution time limit), so three keep the two cores busy where one process
+// per version left them half idle. The suites that load n8n (bursts, kills, floods, a concurrency
+// limit) go first, two at most at once (as when each version had a process), then the longest.
+// Each suite has its own n8n instance, sandbox and ports. The package is packed once, before any
+// starts (a pack builds dist/, which two packs at once would race on). Suites that are not per
+// version (the scanner, the AI tool) run once, with the last version. Prints each suite's time and
+// CPU time at the end.
 // Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions;
 // E2E_JSON_DIR: a folder for jest's JSON result of each suite (.ci/run sums them up).
 import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
 import { packPackage } from './instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
-const SLOTS = Math.max(1, Number(process.env.N8N_E2E_SLOTS ?? 4));
+const SLOTS = Math.max(1, Number(process.env.N8N_E2E_SLOTS ?? 3));
 const ONCE = ['scanner.test.ts', 'agentTool.test.ts'];
-/** Suites that load n8n: one at a time, so that each runs at the size a 2-core machine answers. */
+/** Suites that load n8n: two at most at once, so that each runs at a size 2 cores answer in time. */
+const MAX_LOADS = 2;
 const LOADS = [
 	'burst.test.ts',
 	'killedMidRun.test.ts',
@@ -42,6 +45,7 @@ const SECONDS: Record<string, number> = {
 const root = path.join(__dirname, '..', '..');
 const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const args = process.argv.slice(2);
+const CPU_MARK = '[e2e suite cpu] ';
 
 interface Suite {
 	version: string;
@@ -53,6 +57,7 @@ interface Result extends Suite {
 	code: number;
 	startedS: number;
 	seconds: number;
+	cpuSeconds?: number;
 }
 
 async function listSuites(): Promise<string[]> {
@@ -72,11 +77,14 @@ async function runSuite(suite: Suite, tgz: string, started: number): Promise<Res
 			]
 		: [];
 	const begun = Date.now();
+	// The CPU time of the suite with its n8n processes (GNU time, where there is one).
+	const timed = existsSync('/usr/bin/time') ? ['-f', `${CPU_MARK}%U %S`, process.execPath] : [];
 	const child = spawn(
-		process.execPath,
-		// Each test's time too (what a slow CI spends its minutes on); the suite last, by path (a
-		// pattern among the arguments picked it already).
+		timed.length ? '/usr/bin/time' : process.execPath,
 		[
+			// Each test's time too (what a slow CI spends its minutes on); the suite last, by path (a
+			// pattern among the arguments picked it already).
+			...timed,
 			jest,
 			'-c',
 			'jest.e2e.config.js',
@@ -103,11 +111,26 @@ async function runSuite(suite: Suite, tgz: string, started: number): Promise<Res
 				.join(''),
 		);
 	child.stdout.on('data', (chunk: Buffer) => prefix(chunk, process.stdout));
-	child.stderr.on('data', (chunk: Buffer) => prefix(chunk, process.stderr));
+	let cpuSeconds: number | undefined;
+	child.stderr.on('data', (chunk: Buffer) => {
+		const text = String(chunk);
+		const mark = text.indexOf(CPU_MARK);
+		if (mark < 0) {
+			prefix(chunk, process.stderr);
+			return;
+		}
+		const [user, system] = text
+			.slice(mark + CPU_MARK.length)
+			.trim()
+			.split(/\s+/)
+			.map(Number);
+		cpuSeconds = Math.round(user + system);
+		if (mark > 0) prefix(Buffer.from(text.slice(0, mark)), process.stderr);
+	});
 	const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
 	const seconds = Math.round((Date.now() - begun) / 1000);
 	console.log(`${tag} ${code === 0 ? 'passed' : 'FAILED'} in ${seconds} s`);
-	return { ...suite, code, seconds, startedS: Math.round((begun - started) / 1000) };
+	return { ...suite, code, seconds, cpuSeconds, startedS: Math.round((begun - started) / 1000) };
 }
 
 void (async () => {
@@ -125,10 +148,12 @@ void (async () => {
 	const waiting: Array<() => void> = [];
 	const lane = async () => {
 		for (;;) {
-			const next = queue.findIndex((suite) => !suite.load || loading === 0);
+			// A suite that loads n8n whenever none runs (they make the longest chain), else the longest.
+			const load = loading < MAX_LOADS ? queue.findIndex((suite) => suite.load) : -1;
+			const next = load >= 0 ? load : queue.findIndex((suite) => !suite.load);
 			if (next < 0) {
 				if (queue.length === 0) return;
-				// Only suites that load n8n are left, and one runs: wait for it.
+				// Only suites that load n8n are left, and as many as may run do: wait for one.
 				await new Promise<void>((resolve) => waiting.push(resolve));
 				continue;
 			}
@@ -145,11 +170,11 @@ void (async () => {
 	await Promise.all(Array.from({ length: SLOTS }, lane));
 	const failed = results.filter((r) => r.code !== 0);
 	console.log(
-		`=== e2e suites: ${results.length - failed.length} of ${results.length} passed in ${Math.round((Date.now() - started) / 1000)} s (${SLOTS} at once); each suite (started at, took, s) ===`,
+		`=== e2e suites: ${results.length - failed.length} of ${results.length} passed in ${Math.round((Date.now() - started) / 1000)} s (${SLOTS} at once); each suite: started at, took, CPU (s) ===`,
 	);
 	for (const r of results.sort((a, b) => a.startedS - b.startedS))
 		console.log(
-			`${String(r.startedS).padStart(5)} ${String(r.seconds).padStart(5)}  ${r.version.padEnd(8)} ${r.name}${r.code === 0 ? '' : '  FAILED'}`,
+			`${[r.startedS, r.seconds, r.cpuSeconds ?? '?'].map((n) => String(n).padStart(5)).join(' ')}  ${r.version.padEnd(8)} ${r.name}${r.code === 0 ? '' : '  FAILED'}`,
 		);
 	process.exit(failed.length === 0 ? 0 : 1);
 })();
