@@ -10,7 +10,7 @@
 // Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions;
 // E2E_JSON_DIR: a folder for jest's JSON result of each suite (.ci/run sums them up).
 import { execFile, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
@@ -45,7 +45,6 @@ const SECONDS: Record<string, number> = {
 const root = path.join(__dirname, '..', '..');
 const jest = path.join(root, 'node_modules', 'jest', 'bin', 'jest.js');
 const args = process.argv.slice(2);
-const CPU_MARK = '[e2e suite cpu] ';
 
 interface Suite {
 	version: string;
@@ -78,7 +77,8 @@ async function runSuite(suite: Suite, tgz: string, started: number): Promise<Res
 		: [];
 	const begun = Date.now();
 	// The CPU time of the suite with its n8n processes (GNU time, where there is one).
-	const timed = existsSync('/usr/bin/time') ? ['-f', `${CPU_MARK}%U %S`, process.execPath] : [];
+	const cpuFile = path.join(path.dirname(tgz), `cpu-${suite.version}-${suite.name}`);
+	const timed = existsSync('/usr/bin/time') ? ['-o', cpuFile, '-f', '%U %S', process.execPath] : [];
 	const child = spawn(
 		timed.length ? '/usr/bin/time' : process.execPath,
 		[
@@ -111,24 +111,16 @@ async function runSuite(suite: Suite, tgz: string, started: number): Promise<Res
 				.join(''),
 		);
 	child.stdout.on('data', (chunk: Buffer) => prefix(chunk, process.stdout));
-	let cpuSeconds: number | undefined;
-	child.stderr.on('data', (chunk: Buffer) => {
-		const text = String(chunk);
-		const mark = text.indexOf(CPU_MARK);
-		if (mark < 0) {
-			prefix(chunk, process.stderr);
-			return;
-		}
-		const [user, system] = text
-			.slice(mark + CPU_MARK.length)
-			.trim()
-			.split(/\s+/)
-			.map(Number);
-		cpuSeconds = Math.round(user + system);
-		if (mark > 0) prefix(Buffer.from(text.slice(0, mark)), process.stderr);
-	});
+	child.stderr.on('data', (chunk: Buffer) => prefix(chunk, process.stderr));
 	const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? 1)));
 	const seconds = Math.round((Date.now() - begun) / 1000);
+	let cpuSeconds: number | undefined;
+	try {
+		const [user, system] = readFileSync(cpuFile, 'utf8').trim().split('\n').pop()!.split(' ');
+		cpuSeconds = Math.round(Number(user) + Number(system));
+	} catch {
+		// no GNU time here
+	}
 	console.log(`${tag} ${code === 0 ? 'passed' : 'FAILED'} in ${seconds} s`);
 	return { ...suite, code, seconds, cpuSeconds, startedS: Math.round((begun - started) / 1000) };
 }
