@@ -2,7 +2,8 @@
 // N8N_E2E_SLOTS of them at once (default 3): most of a suite's time is waiting (for polls, the
 // sender, a Timeout, an execution time limit), so three keep the two cores busy where one process
 // per version left them half idle. The suites that load n8n (bursts, kills, floods, a concurrency
-// limit) go first, two at most at once (as when each version had a process), then the longest.
+// limit) go first, two at most at once (as when each version had a process) and never the same
+// suite of both versions together (two bursts at once answered 7 times slower), then the longest.
 // Each suite has its own n8n instance, sandbox and ports. The package is packed once, before any
 // starts (a pack builds dist/, which two packs at once would race on). Suites that are not per
 // version (the scanner, the AI tool) run once, with the last version. Prints each suite's time and
@@ -136,25 +137,29 @@ void (async () => {
 			.map((suite) => ({ ...suite, load: LOADS.includes(suite.name) })),
 	).sort((a, b) => (SECONDS[b.name] ?? 100) - (SECONDS[a.name] ?? 100));
 	const results: Result[] = [];
-	let loading = 0;
+	/** The n8n-loading suites running: two at most, never the same suite of both versions at once. */
+	const loading: string[] = [];
 	const waiting: Array<() => void> = [];
 	const lane = async () => {
 		for (;;) {
-			// A suite that loads n8n whenever none runs (they make the longest chain), else the longest.
-			const load = loading < MAX_LOADS ? queue.findIndex((suite) => suite.load) : -1;
+			// A suite that loads n8n while fewer than two run (they make the longest chain), else the longest.
+			const load =
+				loading.length < MAX_LOADS
+					? queue.findIndex((suite) => suite.load && !loading.includes(suite.name))
+					: -1;
 			const next = load >= 0 ? load : queue.findIndex((suite) => !suite.load);
 			if (next < 0) {
 				if (queue.length === 0) return;
-				// Only suites that load n8n are left, and as many as may run do: wait for one.
+				// Only suites that load n8n are left, none of which may start now: wait for one to end.
 				await new Promise<void>((resolve) => waiting.push(resolve));
 				continue;
 			}
 			const [suite] = queue.splice(next, 1);
-			if (suite.load) loading += 1;
+			if (suite.load) loading.push(suite.name);
 			try {
 				results.push(await runSuite(suite, tgz, started));
 			} finally {
-				if (suite.load) loading -= 1;
+				if (suite.load) loading.splice(loading.indexOf(suite.name), 1);
 				for (const resolve of waiting.splice(0)) resolve();
 			}
 		}
