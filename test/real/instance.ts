@@ -2,8 +2,16 @@
 // this package packed and installed into ~/.n8n/nodes as users do, served over HTTPS with a
 // self-signed certificate, driven through its CLI and REST API.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import {
+	closeSync,
+	mkdirSync,
+	mkdtempSync,
+	openSync,
+	readFileSync,
+	rmSync,
+	statSync,
+	writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -28,8 +36,11 @@ export { installN8n } from './install';
  */
 const made: string[] = [];
 const running: N8nProcess[] = [];
+/** Port reservations of this process (files, see freePort). */
+const reserved: string[] = [];
 const removeMade = () => {
 	for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+	for (const file of reserved.splice(0)) rmSync(file, { force: true });
 };
 if (typeof afterAll === 'function') {
 	afterAll(async () => {
@@ -63,13 +74,62 @@ export async function packPackage(): Promise<string> {
 	return packed;
 }
 
+/**
+ * Ports for n8n processes, Postgres and Redis, which bind them later, and an n8n main port that is
+ * bound again after a kill or stop. A port the kernel hands out (listen on 0, then close) is free
+ * for anyone again until that bind: another suite running at once (test/real/eachVersion.ts) asking
+ * the kernel in that moment may be given the same one. So ports come from below the kernel's
+ * ephemeral range (Linux: 32768-60999), which it never hands out, each reserved by a file in a
+ * folder all processes share (created exclusively, holding the pid; removed when the test file or
+ * process ends), and checked free with a listen.
+ */
 export async function freePort(): Promise<number> {
+	const folder = path.join(tmpdir(), 'captioning-ports');
+	mkdirSync(folder, { recursive: true });
+	for (let tries = 0; tries < 200; tries++) {
+		const port = 20000 + Math.floor(Math.random() * 12000);
+		const file = path.join(folder, String(port));
+		if (!reserve(file)) continue;
+		if (await listens(port)) {
+			reserved.push(file);
+			return port;
+		}
+		rmSync(file, { force: true });
+	}
+	throw new Error('no free port between 20000 and 32000 after 200 tries');
+}
+
+/** Creates the reservation file; one left by a process that is gone an hour ago is taken over. */
+function reserve(file: string): boolean {
+	try {
+		writeFileSync(file, String(process.pid), { flag: 'wx' });
+		return true;
+	} catch {
+		try {
+			const pid = Number(readFileSync(file, 'utf8'));
+			const alive = (() => {
+				try {
+					process.kill(pid, 0);
+					return true;
+				} catch {
+					return false;
+				}
+			})();
+			if (alive || Date.now() - statSync(file).mtimeMs < 3600000) return false;
+			rmSync(file, { force: true });
+			writeFileSync(file, String(process.pid), { flag: 'wx' });
+			return true;
+		} catch {
+			return false;
+		}
+	}
+}
+
+async function listens(port: number): Promise<boolean> {
 	return await new Promise((resolve) => {
 		const server = createServer();
-		server.listen(0, '127.0.0.1', () => {
-			const { port } = server.address() as AddressInfo;
-			server.close(() => resolve(port));
-		});
+		server.once('error', () => resolve(false));
+		server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
 	});
 }
 
@@ -338,6 +398,7 @@ export async function createN8n(
 					lastName: 'Owner',
 					password: 'Passw0rd-for-e2e',
 				};
+				const answers: string[] = [];
 				const post = async (route: string, body: object) => {
 					const r = await request(`${instance.url}/rest${route}`, {
 						method: 'POST',
@@ -345,33 +406,30 @@ export async function createN8n(
 						headers: { 'content-type': 'application/json' },
 						body: JSON.stringify(body),
 					});
-					await r.body.text();
-					return r;
-				};
-				// n8n mounts its REST routes in stages after it says it is ready: retry while they 404.
-				const deadline = Date.now() + 30000;
-				let res = await post('/owner/setup', owner);
-				while (res.statusCode === 404 && Date.now() < deadline) {
-					await new Promise((r) => setTimeout(r, 500));
-					res = await post('/owner/setup', owner);
-				}
-				const cookieOf = (r: typeof res) =>
-					([] as string[])
+					answers.push(`${route} ${r.statusCode} ${(await r.body.text()).slice(0, 200)}`);
+					return ([] as string[])
 						.concat(r.headers['set-cookie'] ?? [])
 						.map((c) => c.split(';')[0])
 						.join('; ');
-				cookie = cookieOf(res);
-				// Setup may answer without a session (already set up, or auth not yet in place): log in.
+				};
+				// n8n mounts its REST routes in stages after it says it is ready (404), and under load on
+				// 2 cores 2.41.1 answers 503 "Database is not ready!" for a while: set up the owner, or
+				// (already set up, or auth not yet in place) log in, until either gives a session.
+				const deadline = Date.now() + 120000;
 				while (!cookie && Date.now() < deadline) {
-					res = await post('/login', {
-						emailOrLdapLoginId: owner.email,
-						email: owner.email,
-						password: owner.password,
-					});
-					cookie = cookieOf(res);
+					cookie = await post('/owner/setup', owner);
+					if (!cookie && !/^\S+ (404|5\d\d) /.test(answers.at(-1)!))
+						cookie = await post('/login', {
+							emailOrLdapLoginId: owner.email,
+							email: owner.email,
+							password: owner.password,
+						});
 					if (!cookie) await new Promise((r) => setTimeout(r, 500));
 				}
-				if (!cookie) throw new Error(`could not log in to n8n (${res.statusCode})`);
+				if (!cookie)
+					throw new Error(
+						`could not log in to n8n; its last answers:\n${answers.slice(-6).join('\n')}`,
+					);
 			}
 			const send = async () => {
 				const r = await request(`${instance.url}/rest${pathname}`, {

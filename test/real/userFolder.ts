@@ -10,6 +10,7 @@ import {
 	mkdtempSync,
 	readdirSync,
 	renameSync,
+	rmSync,
 	writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
@@ -51,7 +52,35 @@ export async function userFolderTemplate(
 		path.dirname(tgz),
 		`user-folder-${install.version}${withDatabase ? '' : '-nodes'}`,
 	);
-	if (existsSync(template)) return template;
+	// Suites of one version run at once (test/real/eachVersion.ts): one makes the template, holding
+	// a lock folder; the others wait for it.
+	const lock = `${template}.lock`;
+	const deadline = Date.now() + 10 * 60 * 1000;
+	for (;;) {
+		if (existsSync(template)) return template;
+		try {
+			mkdirSync(lock);
+			break;
+		} catch {
+			if (Date.now() > deadline) throw new Error(`${lock} held for 10 minutes`);
+			await new Promise((r) => setTimeout(r, 500));
+		}
+	}
+	try {
+		if (!existsSync(template)) await makeTemplate(install, tgz, env, withDatabase, template);
+	} finally {
+		rmSync(lock, { recursive: true, force: true });
+	}
+	return template;
+}
+
+async function makeTemplate(
+	install: N8nInstall,
+	tgz: string,
+	env: NodeJS.ProcessEnv,
+	withDatabase: boolean,
+	template: string,
+): Promise<void> {
 	// Made aside and renamed when whole: an interrupted run leaves no half template.
 	const making = mkdtempSync(`${template}.making-`);
 	const nodesDir = path.join(making, '.n8n', 'nodes');
@@ -69,7 +98,6 @@ export async function userFolderTemplate(
 	// Any CLI run creates the database, migrates it and writes the encryption key to .n8n/config.
 	if (withDatabase) await cliRun(install, ['list:workflow'], { ...env, N8N_USER_FOLDER: making });
 	renameSync(making, template);
-	return template;
 }
 
 /**
