@@ -21,10 +21,19 @@ for (const name of readdirSync(folder).filter((n) => n.endsWith('.json'))) {
 		const tests = suite.assertionResults ?? [];
 		for (const test of tests.filter((t) => t.status === 'failed')) {
 			const message = (test.failureMessages ?? []).join('\n').split('\n').slice(0, 12);
-			failures.push(`FAILED ${run} ${path.basename(suite.name)}: ${test.fullName}`, ...message.map((l) => `  ${l}`));
+			failures.push(
+				`FAILED ${run} ${path.basename(suite.name)}: ${test.fullName}`,
+				...message.map((l) => `  ${l}`),
+			);
 		}
 		if (suite.status === 'failed' && tests.length === 0) {
-			failures.push(`FAILED ${run} ${path.basename(suite.name)}:`, ...String(suite.message ?? '').split('\n').slice(0, 12).map((l) => `  ${l}`));
+			failures.push(
+				`FAILED ${run} ${path.basename(suite.name)}:`,
+				...String(suite.message ?? '')
+					.split('\n')
+					.slice(0, 12)
+					.map((l) => `  ${l}`),
+			);
 		}
 		rows.push({
 			seconds,
