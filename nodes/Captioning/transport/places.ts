@@ -148,8 +148,11 @@ export const rateLimitSettings = {
 	maxHoldMs: 60000,
 	/** A 503 without Retry-After: the interface says retry after 5 s. */
 	unavailableMs: 5000,
-	/** Requests of one limit under way at once per key. */
-	inFlight: 6,
+	/**
+	 * Requests of one limit under way at once per key: what goes into the next 429 when a hold ends
+	 * (at 100 ms a request, a limit is paced at 40 requests/s at most).
+	 */
+	inFlight: 4,
 };
 
 export class RateLimit extends Places {
