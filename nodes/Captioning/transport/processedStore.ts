@@ -52,10 +52,10 @@ export class ProcessedStore {
 			const run = async () => {
 				await sleep(0); // the values of items that reach this point together
 				this.next[kind] = undefined;
-				const call = async () => await send([...values]);
+				const sendValues = async () => await send([...values]);
 				// Two processes that record a node's first values at once both insert its row, and n8n
 				// fails the second insert (queue mode): sent once more, the row is there.
-				return await call().catch(async () => await sleep(100).then(call));
+				return await sendValues().catch(async () => await sleep(100).then(sendValues));
 			};
 			const answer = (queues.get(this.queue) ?? Promise.resolve()).then(run, run);
 			queues.set(
