@@ -14,8 +14,10 @@ import type {
 
 const rows = new Map<string, string[]>();
 let calls = 0;
-/** Records to fail before any is written, as n8n's store does where two processes insert a node's first record at once. */
+/** Records to fail, as n8n's store does where two processes insert a node's first record at once. */
 let failures = 0;
+/** Whether a failed record wrote first (its answer lost on the way back). */
+let failAfterWriting = false;
 /** How long each call takes (n8n's store is a database: its calls take macrotasks). */
 let delayMs = 0;
 const answerLater = async () => {
@@ -34,10 +36,10 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		if (options.mode !== 'entries') throw new Error('the harness keeps mode "entries" only');
 		calls += 1;
 		await answerLater();
-		if (failures > 0) {
-			failures -= 1;
+		const fail = failures > 0;
+		failures = Math.max(0, failures - 1);
+		if (fail && !failAfterWriting)
 			throw new Error('duplicate key value violates unique constraint "PK_processed_data"');
-		}
 		const row = rows.get(rowOf(scope, data)) ?? [];
 		const out = { new: [] as DeduplicationItemTypes[], processed: [] as DeduplicationItemTypes[] };
 		for (const item of items) {
@@ -50,6 +52,7 @@ class MemoryDeduplicator implements IDataDeduplicator {
 		}
 		if (options.maxEntries) row.splice(0, Math.max(0, row.length - options.maxEntries));
 		rows.set(rowOf(scope, data), row);
+		if (fail) throw new Error('Connection terminated unexpectedly');
 		return out;
 	}
 
@@ -113,9 +116,11 @@ export function setProcessedDelay(ms: number): void {
 }
 
 /**
- * Fails the next `n` records, writing nothing, as n8n's store (2.41.1, queue mode) fails the
- * second of two processes that insert a node's first record at the same moment.
+ * Fails the next `n` records: writing nothing, as n8n's store (2.41.1, queue mode) fails the
+ * second of two processes that insert a node's first record at the same moment, or after writing,
+ * as a database connection lost before its answer.
  */
-export function failNextRecords(n: number): void {
+export function failNextRecords(n: number, afterWriting = false): void {
 	failures = n;
+	failAfterWriting = afterWriting;
 }

@@ -152,6 +152,17 @@ describe('an event delivered once starts one run', () => {
 		expect(t.executions[0][0].json).toMatchObject({ id, event_type: 'job.completed' });
 	});
 
+	test("n8n's store writes the record, then fails (its answer lost): the resent record finds it, and the event still runs", async () => {
+		const t = await start();
+		const id = await order(t.url);
+		failNextRecords(1, true);
+		sb.completeJob(id);
+		await settle();
+		expect(t.failed).toEqual([]);
+		expect(t.executions).toHaveLength(1);
+		expect(t.executions[0][0].json).toMatchObject({ id, event_type: 'job.completed' });
+	});
+
 	test('job.cancelled: one run with the cancellation', async () => {
 		const t = await start();
 		const id = await order(t.url);

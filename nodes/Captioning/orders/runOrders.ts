@@ -84,9 +84,9 @@ export class RunOrders {
 		}
 	}
 
-	/** Marks that this node sends it (a tag, a file's probe) now; whether it was marked before (one write). */
+	/** Marks that this node sends it (a tag, a file's probe) now; whether it may have been marked before (one write). */
 	async markSent(mark: string): Promise<boolean> {
-		return this.store ? await this.store.record(mark) : true;
+		return (await this.store?.record(mark)) ?? true;
 	}
 
 	/**

@@ -16,8 +16,8 @@ const OPTIONS = { mode: 'entries' as const, maxEntries: MAX_RECORDS };
 /** The values that wait for the next call to the store, and what that call answers. */
 interface Call {
 	values: Set<string>;
-	/** The values the store had recorded before (for a record), or nothing (for a removal). */
-	answer: Promise<Set<string>>;
+	/** The values the store had recorded before (for a record), or undefined where that is unknown. */
+	answer: Promise<Set<string> | undefined>;
 }
 
 /** The last call per workflow and node in this process: the next one starts after it. */
@@ -44,7 +44,7 @@ export class ProcessedStore {
 	private join(
 		kind: 'record' | 'remove',
 		value: string,
-		send: (values: string[]) => Promise<Set<string>>,
+		send: (values: string[]) => Promise<Set<string> | undefined>,
 	): { call: Call; first: boolean } {
 		let call = this.next[kind];
 		if (!call) {
@@ -52,10 +52,14 @@ export class ProcessedStore {
 			const run = async () => {
 				await sleep(0); // the values of items that reach this point together
 				this.next[kind] = undefined;
-				const sendValues = async () => await send([...values]);
 				// Two processes that record a node's first values at once both insert its row, and n8n
-				// fails the second insert (queue mode): sent once more, the row is there.
-				return await sendValues().catch(async () => await sleep(100).then(sendValues));
+				// fails the second insert (queue mode): sent once more, the row is there. A failed call
+				// may still have written, so what the second one finds recorded is unknown.
+				return await send([...values]).catch(async () => {
+					await sleep(100);
+					await send([...values]);
+					return undefined;
+				});
 			};
 			const answer = (queues.get(this.queue) ?? Promise.resolve()).then(run, run);
 			queues.set(
@@ -69,22 +73,22 @@ export class ProcessedStore {
 		return { call, first };
 	}
 
-	/** Records the value; whether it was recorded before. */
-	async record(value: string): Promise<boolean> {
+	/** Records the value; whether it was recorded before, or undefined where the store cannot tell. */
+	async record(value: string): Promise<boolean | undefined> {
 		const { call, first } = this.join('record', value, async (values) => {
 			const { processed } = await this.ctx.helpers.checkProcessedAndRecord(values, 'node', OPTIONS);
 			return new Set(processed.map(String));
 		});
-		const recorded = (await call.answer).has(value);
+		const recorded = await call.answer;
 		// The same value twice in one call: the second finds the first's record.
-		return recorded || !first;
+		return first ? recorded?.has(value) : true;
 	}
 
 	/** Removes the value's record: what it named did not happen after all. */
 	async remove(value: string): Promise<void> {
 		const { call } = this.join('remove', value, async (values) => {
 			await this.ctx.helpers.removeProcessed(values, 'node', OPTIONS);
-			return new Set();
+			return undefined;
 		});
 		await call.answer;
 	}
