@@ -448,40 +448,32 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 	});
 });
 
-describe("the order's tag never costs the user an order", () => {
-	test('a workspace that takes 5 metadata keys, an order with 5 of its own: ordered once (untagged), repeated once (replayed)', async () => {
+describe("the order's tag takes one of the workspace's metadata keys", () => {
+	test('a workspace that takes 5 metadata keys, an order with 5 of its own: refused, nothing charged, the error names the tag and the fix; with 4 it is ordered and a repeat finds it by its tag', async () => {
 		const limits = sb.limits as { metadataKeysMax: number };
 		const max = limits.metadataKeysMax;
 		limits.metadataKeysMax = 5;
 		try {
-			const metadata = { pair: [1, 2, 3, 4, 5].map((n) => ({ key: `k${n}`, value: `v${n}` })) };
-			const params = create({ options: { metadata } });
+			const pairs = [1, 2, 3, 4, 5].map((n) => ({ key: `k${n}`, value: `v${n}` }));
 			const workflowId = newWorkflow();
-			const first = await runCaptioning(sb, params, { input: urls(['five-keys']), workflowId });
-			expect(first.failure).toBeUndefined();
-			expect(sb.ledger.jobs).toHaveLength(1);
-			expect(Object.keys(sb.ledger.jobs[0].body.metadata as object)).toHaveLength(5);
-			const again = await runCaptioning(sb, params, { input: urls(['five-keys']), workflowId });
-			expect(again.failure).toBeUndefined();
-			expect(again.items[0].json).toMatchObject({
-				id: first.items[0].json.id,
+			const five = create({ options: { metadata: { pair: pairs } } });
+			const refused = await runCaptioning(sb, five, { input: urls(['five-keys']), workflowId });
+			expect(refused.failure?.message).toMatch(/metadata/);
+			expect(refused.failure?.description).toMatch(/n8n_order.*remove one metadata pair/);
+			expect(sb.ledger.charges).toHaveLength(0);
+			const four = create({ options: { metadata: { pair: pairs.slice(0, 4) } } });
+			const tagged = await runCaptioning(sb, four, { input: urls(['four-keys']), workflowId });
+			expect(sb.ledger.jobs[0].body.metadata).toHaveProperty('n8n_order');
+			sb.forgetIdempotencyKeys();
+			const found = await runCaptioning(sb, four, { input: urls(['four-keys']), workflowId });
+			expect(found.items[0].json).toMatchObject({
+				id: tagged.items[0].json.id,
 				idempotent_replayed: true,
 			});
 			expect({ jobs: sb.ledger.jobs.length, charges: sb.ledger.charges.length }).toEqual({
 				jobs: 1,
 				charges: 1,
 			});
-			// The workspace refused the tag once; the repeat finds the untagged job by its media and options.
-			const posts = sb.ledger.requests.filter((r) => r.route === 'POST /jobs');
-			expect(posts.map((r) => r.status)).toEqual([400, 201]);
-			// ...while an order with fewer keys still fits its tag, and a repeat finds it by the tag.
-			const fewer = create({ options: { metadata: { pair: metadata.pair.slice(0, 3) } } });
-			const tagged = await runCaptioning(sb, fewer, { input: urls(['three-keys']), workflowId });
-			expect(sb.ledger.jobs[1].body.metadata).toHaveProperty('n8n_order');
-			sb.forgetIdempotencyKeys();
-			const found = await runCaptioning(sb, fewer, { input: urls(['three-keys']), workflowId });
-			expect(found.items[0].json.id).toBe(tagged.items[0].json.id);
-			expect(sb.ledger.jobs).toHaveLength(2);
 		} finally {
 			limits.metadataKeysMax = max;
 		}

@@ -149,8 +149,8 @@ function buildRedactions(ctx: IExecuteFunctions, i: number): Redactions | undefi
 	return Object.keys(out).length ? out : undefined;
 }
 
-/** The Options' parameter names and the body fields they fill (what an untagged job is compared by). */
-export const OPTION_FIELDS = {
+/** The Options' parameter names and the body fields they fill. */
+const OPTION_FIELDS = {
 	style: 'style',
 	model: 'model',
 	speakerLabels: 'speaker_labels',

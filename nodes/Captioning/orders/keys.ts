@@ -7,9 +7,8 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
-import type { CreateJobBody, Job } from '../model/types';
+import type { CreateJobBody } from '../model/types';
 import { s3Uri } from '../s3/addresses';
-import { OPTION_FIELDS } from './body';
 import type { Order } from './runOrders';
 
 const KEY_RULE = /^[!-~]{1,255}$/;
@@ -53,8 +52,6 @@ export interface OrderNames {
 	 * of it (never the order itself).
 	 */
 	tag: string;
-	/** Whether a job is this order (a file's: `uploadId`, the upload this execution made for it). */
-	matches: (job: Job, uploadId?: string) => boolean;
 	/** The order as errors name it: its title and media, as the user gave them. */
 	named: string;
 	/** Its media as the user named it. */
@@ -90,40 +87,9 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 		key,
 		custom: order.idempotency === 'custom',
 		tag,
-		matches: (job, uploadId) => isOrder(job, order, tag, uploadId),
 		named: `${order.body.title ? `"${order.body.title}" ` : ''}of ${media}`,
 		media,
 	};
-}
-
-/**
- * Whether a job is the order of this tag. A tagged job is compared by its tag alone. A job the
- * workspace took untagged (one metadata key too many) counts by its media (a file by `uploadId`,
- * the upload this execution made for it), title, metadata and every option the order sets, the
- * Webhook URL aside.
- */
-function isOrder(job: Job, order: Order, tag: string, uploadId?: string): boolean {
-	const jobTag = job.metadata?.[ORDER_TAG];
-	if (jobTag !== undefined) return jobTag === tag;
-	const body = withoutWebhookUrl(order.body);
-	const media = order.s3
-		? job.media?.url === order.s3.checked!.url
-		: order.file
-			? job.media?.upload_id === uploadId
-			: body.upload_id !== undefined
-				? job.media?.upload_id === body.upload_id
-				: job.media?.url === body.media_url;
-	if (!media || (body.title !== undefined && job.title !== body.title)) return false;
-	if (canonicalJson(job.metadata ?? {}) !== canonicalJson(body.metadata ?? {})) return false;
-	const options = (job.options ?? {}) as IDataObject;
-	const same = (value: unknown, sent: unknown) =>
-		sent === undefined || canonicalJson(value) === canonicalJson(sent);
-	return (
-		Object.values(OPTION_FIELDS).every((f) => same(options[f], body[f])) &&
-		Object.entries(body.redactions ?? {}).every(([k, v]) =>
-			same((options.redactions as IDataObject | undefined)?.[k], v),
-		)
-	);
 }
 
 export function checkCustomKey(ctx: IExecuteFunctions, itemIndex: number, key: string): string {

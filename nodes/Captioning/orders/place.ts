@@ -164,10 +164,10 @@ async function placeKeyed(
 	i: number,
 	order: Order,
 	orders: RunOrders,
-	{ key, tag, matches, named, media, custom }: OrderNames,
+	{ key, tag, named, media, custom }: OrderNames,
 	file?: ReadFile,
 ): Promise<Placed> {
-	const thisOrder = (job: Job) => matches(job, retryContext(ctx).uploads[tag]);
+	const thisOrder = (job: Job) => job.metadata?.[ORDER_TAG] === tag;
 	const mark = `order ${tag}`;
 	if (await orders.markSent(mark)) {
 		const earlier = await orders.earlier(thisOrder);
@@ -199,10 +199,7 @@ async function placeKeyed(
 	}
 }
 
-/**
- * POST /jobs with the key. A workspace that takes fewer metadata keys than the order's with its tag
- * refuses it (400, nothing kept): the order goes again untagged.
- */
+/** POST /jobs with the key. */
 async function post(
 	ctx: IExecuteFunctions,
 	i: number,
@@ -210,23 +207,17 @@ async function post(
 	key: string,
 	onUnknownOutcome?: () => void,
 ): Promise<Placed> {
-	try {
-		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
-			body: body as IDataObject,
-			idempotencyKey: key,
-			itemIndex: i,
-			onUnknownOutcome,
-		});
-		return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
-	} catch (error) {
-		const tagged = body.metadata?.[ORDER_TAG] !== undefined;
-		const param = String((error as NodeApiError).context?.param ?? '');
-		if (!tagged || (error as NodeApiError).httpCode !== '400' || !param.startsWith('metadata'))
-			throw error as NodeApiError;
-		const metadata = { ...body.metadata };
-		delete metadata[ORDER_TAG];
-		return await post(ctx, i, { ...body, metadata }, key, onUnknownOutcome);
-	}
+	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
+		body: body as IDataObject,
+		idempotencyKey: key,
+		itemIndex: i,
+		onUnknownOutcome,
+	}).catch((error: NodeApiError) => {
+		if (error.httpCode === '400' && String(error.context?.param ?? '').startsWith('metadata'))
+			error.description = `This node adds a metadata key of its own (${ORDER_TAG}), by which a repeat finds the order, so an order takes one key fewer than the workspace allows: if that is the limit it met, remove one metadata pair. ${error.description}`;
+		throw error;
+	});
+	return { job: response.body, replayed: response.headers['idempotent-replayed'] === 'true' };
 }
 
 /**

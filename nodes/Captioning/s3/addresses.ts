@@ -1,5 +1,5 @@
 // Where an S3 object lives: the host, path and style (virtual-hosted or path) the AWS SDK would
-// address it by, for AWS's partitions and S3-compatible stores. Checked against @aws-sdk/client-s3
+// address it by, for AWS (China too) and S3-compatible stores. Checked against @aws-sdk/client-s3
 // 3.1164.0 byte for byte (test/transport/s3.test.ts).
 import { httpUrl } from '../transport/service';
 
@@ -22,20 +22,6 @@ export interface S3Object {
 	/** Empty string or undefined: the current version. */
 	versionId?: string;
 }
-
-/**
- * DNS suffixes of the AWS partitions other than the main one, by region pattern, as in the SDK's
- * partitions table (so cn-north-1 gets amazonaws.com.cn; anything else, 'auto' included,
- * amazonaws.com, as the SDK does).
- */
-const PARTITION_SUFFIXES: Array<[RegExp, string]> = [
-	[/^cn-\w+-\d+$/, 'amazonaws.com.cn'],
-	[/^eusc-de-\w+-\d+$/, 'amazonaws.eu'],
-	[/^us-iso-\w+-\d+$/, 'c2s.ic.gov'],
-	[/^us-isob-\w+-\d+$/, 'sc2s.sgov.gov'],
-	[/^eu-isoe-\w+-\d+$/, 'cloud.adc-e.uk'],
-	[/^us-isof-\w+-\d+$/, 'csp.hci.ic.gov'],
-];
 
 /**
  * S3's URI encoding: every UTF-8 byte but A-Za-z0-9 - . _ ~ as %XX in upper case ('/' too).
@@ -86,8 +72,8 @@ function endpointOf(access: S3Access): S3Endpoint {
 	if (!endpoint) {
 		const region = access.region?.trim();
 		if (!region) throw new Error('An S3 region is needed to reach AWS');
-		const suffix =
-			PARTITION_SUFFIXES.find(([pattern]) => pattern.test(region))?.[1] ?? 'amazonaws.com';
+		// AWS China's DNS suffix, as the SDK's partitions table has it ('auto' gets amazonaws.com).
+		const suffix = region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
 		return { protocol: 'https:', host: `s3.${region}.${suffix}`, path: '/', isIp: false };
 	}
 	// The WHATWG URL parser, as the SDK uses for the endpoint: lower-cases the host, drops :80 and :443.
