@@ -93,8 +93,7 @@ export class CaptioningTrigger implements INodeType {
 		const problem = eventProblem(body);
 		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 		const event = body as unknown as CaptioningEvent;
-		const events = this.getNodeParameter('events', []) as EventType[];
-		if (!events.includes(event.type))
+		if (!(this.getNodeParameter('events', []) as EventType[]).includes(event.type))
 			return {
 				webhookResponse: {
 					received: true,
@@ -102,13 +101,8 @@ export class CaptioningTrigger implements INodeType {
 					reason: `${event.type} is not selected in Events`,
 				},
 			};
-		const item = jobEventItem(event.data, {
-			id: event.id,
-			type: event.type,
-			createdAt: event.created_at,
-			verified: false,
-		});
-		return { workflowData: [[item]] };
+		const said = { id: event.id, type: event.type, createdAt: event.created_at, verified: false };
+		return { workflowData: [[jobEventItem(event.data, said)]] };
 	}
 
 	/**

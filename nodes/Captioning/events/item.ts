@@ -31,14 +31,6 @@ export function jobEventItem(
 	return { json };
 }
 
-/** What `captions_error` says of formats that could not be downloaded: which, why, and what still can. */
-function captionsError(failed: Array<{ format: string; error: Error }>): string {
-	const causes = failed
-		.map(({ format, error }) => `${format.toUpperCase()}: ${error.message}`)
-		.join('; ');
-	return `The captions could not be downloaded (${causes}). The job is completed: Job → Get Captions can fetch them later.`;
-}
-
 /**
  * The trigger's items with the captions of each completed job (Attach Captions), downloaded in the
  * execution: Batching's default Concurrency of downloads at once, the first items first, with every
@@ -52,31 +44,26 @@ export async function withCaptions(
 ): Promise<INodeExecutionData[]> {
 	runConcurrency.set(ctx, runPlaces(ctx, DEFAULT_CONCURRENCY));
 	return await Promise.all(
-		items.map(async (item, i) => await withCaptionsOf(ctx, item, i, settings)),
+		items.map(async (input, i) => {
+			const item: INodeExecutionData = {
+				json: { ...input.json },
+				pairedItem: input.pairedItem ?? { item: i },
+			};
+			if (item.json.event_type !== 'job.completed') return item;
+			let failed: Array<{ format: string; error: Error }>;
+			try {
+				const outputs = await captionOutputs(ctx, i, input.json as unknown as Job, settings, true);
+				Object.assign(item.json, outputs.json);
+				if (outputs.binary) item.binary = outputs.binary;
+				failed = outputs.failed;
+			} catch (error) {
+				failed = [{ format: settings.formats.join(', '), error: error as Error }];
+			}
+			// Which formats could not be downloaded, why, and what still can.
+			const causes = failed.map(({ format, error }) => `${format.toUpperCase()}: ${error.message}`);
+			if (failed.length > 0)
+				item.json.captions_error = `The captions could not be downloaded (${causes.join('; ')}). The job is completed: Job → Get Captions can fetch them later.`;
+			return item;
+		}),
 	);
-}
-
-async function withCaptionsOf(
-	ctx: IExecuteFunctions,
-	input: INodeExecutionData,
-	i: number,
-	settings: CaptionSettings,
-): Promise<INodeExecutionData> {
-	const item: INodeExecutionData = {
-		json: { ...input.json },
-		pairedItem: input.pairedItem ?? { item: i },
-	};
-	if (item.json.event_type !== 'job.completed') return item;
-	const job = input.json as unknown as Job;
-	try {
-		const { binary, json, failed } = await captionOutputs(ctx, i, job, settings, true);
-		Object.assign(item.json, json);
-		if (binary) item.binary = binary;
-		if (failed.length > 0) item.json.captions_error = captionsError(failed);
-	} catch (error) {
-		item.json.captions_error = captionsError([
-			{ format: settings.formats.join(', '), error: error as Error },
-		]);
-	}
-	return item;
 }

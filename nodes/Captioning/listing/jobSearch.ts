@@ -2,18 +2,9 @@
 // time, each named by title, status and date; a search keeps those whose title or ID holds it.
 import type { IDataObject, ILoadOptionsFunctions, INodeListSearchResult } from 'n8n-workflow';
 
-import type { Job, JobList } from '../model/types';
+import type { JobList } from '../model/types';
 import { apiRequest } from '../transport';
 import { PAGE_SIZE } from '../transport/jobs';
-
-/** '2026-11-26 14:03 UTC' */
-function when(date: string): string {
-	return `${date.slice(0, 10)} ${date.slice(11, 16)} UTC`;
-}
-
-function matches(job: Job, search: string): boolean {
-	return job.title.toLowerCase().includes(search) || job.id.toLowerCase().startsWith(search);
-}
 
 /** One page of the job list for the editor; the next page follows the last job read. */
 export async function searchJobs(
@@ -25,11 +16,15 @@ export async function searchJobs(
 	if (paginationToken) qs.starting_after = paginationToken;
 	// Someone waits in the editor: ahead of workflows' background reads under the key's rate limits.
 	const { body } = await apiRequest<JobList>(this, 'GET', '/jobs', { qs });
-	const search = filter?.trim().toLowerCase();
-	const jobs = search ? body.data.filter((job) => matches(job, search)) : body.data;
+	// An empty search keeps every job.
+	const search = filter?.trim().toLowerCase() ?? '';
+	const jobs = body.data.filter(
+		(job) => job.title.toLowerCase().includes(search) || job.id.toLowerCase().startsWith(search),
+	);
 	return {
 		results: jobs.map((job) => ({
-			name: `${job.title || 'Untitled'} · ${job.status} · ${when(job.created_at)}`,
+			// The date as '2026-11-26 14:03 UTC'.
+			name: `${job.title || 'Untitled'} · ${job.status} · ${job.created_at.slice(0, 10)} ${job.created_at.slice(11, 16)} UTC`,
 			value: job.id,
 		})),
 		paginationToken: body.has_more ? body.data.at(-1)?.id : undefined,
