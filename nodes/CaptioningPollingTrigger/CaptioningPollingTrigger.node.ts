@@ -71,7 +71,28 @@ export class CaptioningPollingTrigger implements INodeType {
 		if (pollsUnderWay.has(key)) return null;
 		pollsUnderWay.add(key);
 		try {
-			return await pollOnce(this);
+			const state = this.getWorkflowStaticData('node') as PollState;
+			const filters = this.getNodeParameter('filters', {}) as IDataObject;
+			if (state.filters !== filtersKey(filters) || state.floor === undefined) {
+				// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
+				Object.assign(state, await firstState(this, filters));
+				return null;
+			}
+			const wanted = wantedJobs(this.getNodeParameter('events', []) as EventType[], filters);
+			const { due, next } = await finishedSince(this, state, filters, wanted);
+			for (const notice of next.notices ?? [])
+				if (!state.notices?.includes(notice))
+					this.logger.warn(`Captioning Polling Trigger: ${notice}`);
+			// The state moves on only with the execution: n8n saves static data when a poll returns items.
+			Object.assign(state, next);
+			if (!due.length) return null;
+			// The bounds polls reached go with the execution, which shows them as hints.
+			const items = due.map(eventItem);
+			if (state.notices?.length) {
+				items[0].json[NOTICES] = state.notices;
+				state.notices = [];
+			}
+			return [items];
 		} finally {
 			pollsUnderWay.delete(key);
 		}
@@ -102,31 +123,6 @@ export class CaptioningPollingTrigger implements INodeType {
 
 /** Polls under way in this process, by workflow and node (see poll()). */
 const pollsUnderWay = new Set<string>();
-
-/** One poll of the node (see poll()). */
-async function pollOnce(ctx: IPollFunctions): Promise<INodeExecutionData[][] | null> {
-	const state = ctx.getWorkflowStaticData('node') as PollState;
-	const filters = ctx.getNodeParameter('filters', {}) as IDataObject;
-	if (state.filters !== filtersKey(filters) || state.floor === undefined) {
-		// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
-		Object.assign(state, await firstState(ctx, filters));
-		return null;
-	}
-	const wanted = wantedJobs(ctx.getNodeParameter('events', []) as EventType[], filters);
-	const { due, next } = await finishedSince(ctx, state, filters, wanted);
-	for (const notice of next.notices ?? [])
-		if (!state.notices?.includes(notice)) ctx.logger.warn(`Captioning Polling Trigger: ${notice}`);
-	// The state moves on only with the execution: n8n saves static data when a poll returns items.
-	Object.assign(state, next);
-	if (!due.length) return null;
-	// The bounds polls reached go with the execution, which shows them as hints.
-	const items = due.map(eventItem);
-	if (state.notices?.length) {
-		items[0].json[NOTICES] = state.notices;
-		state.notices = [];
-	}
-	return [items];
-}
 
 /** Where a poll's item carries the bounds reached to the execution (taken off there, shown as hints). */
 const NOTICES = 'poll_notices';

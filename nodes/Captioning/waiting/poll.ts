@@ -19,9 +19,7 @@ export const MAX_INTERVAL_SECONDS = Math.floor(TIMER_MS / 1000);
 /** An item's wait for its job (equal orders of a run share the job, each item waits on its own). */
 interface ItemWait {
 	job: Job;
-	itemIndex: number;
 	intervalMs: number;
-	timeoutMinutes: number;
 	/** The last error reading the job, named if the wait ends by its Timeout. */
 	lastError?: Error;
 	/** Ends the wait with its outcome (once), and its Timeout's timer. */
@@ -50,9 +48,7 @@ export class JobWaiter {
 			const timer = new AbortController();
 			const wait: ItemWait = {
 				job,
-				itemIndex,
 				intervalMs: intervalSeconds * 1000,
-				timeoutMinutes,
 				end: (outcome) => {
 					if (!this.waits.delete(wait)) return;
 					timer.abort();
@@ -61,9 +57,23 @@ export class JobWaiter {
 				},
 			};
 			this.waits.add(wait);
-			// The Timeout has a timer of its own: it fires whatever a round is doing.
+			// The Timeout has a timer of its own: it fires whatever a round is doing. Its error names the
+			// job as last read, and the last error reading it.
 			sleep(timeoutMinutes * 60000, timer.signal).then(
-				() => wait.end(this.timeoutError(wait)),
+				() => {
+					const { progress, id, status } = wait.job;
+					const percent = progress === null || progress === undefined ? '' : `, ${progress}% done`;
+					const lastRead = wait.lastError
+						? ` The last check could not read it: ${wait.lastError.message}.`
+						: '';
+					const message = `Job ${id} did not finish within ${timeoutMinutes} minutes (status ${status}${percent})`;
+					wait.end(
+						new NodeOperationError(this.ctx.getNode(), message, {
+							itemIndex,
+							description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
+						}),
+					);
+				},
 				() => undefined, // the wait ended otherwise
 			);
 		});
@@ -76,26 +86,11 @@ export class JobWaiter {
 		for (const wait of [...this.waits]) wait.end(error);
 	}
 
-	private timeoutError({ job, itemIndex, timeoutMinutes, lastError }: ItemWait): Error {
-		const progress =
-			job.progress === null || job.progress === undefined ? '' : `, ${job.progress}% done`;
-		const lastRead = lastError ? ` The last check could not read it: ${lastError.message}.` : '';
-		return new NodeOperationError(
-			this.ctx.getNode(),
-			`Job ${job.id} did not finish within ${timeoutMinutes} minutes (status ${job.status}${progress})`,
-			{
-				itemIndex,
-				description: `The job goes on at the service and is not charged again. Raise Timeout, fetch it later with Job → Get, or let a Captioning Trigger start a workflow when it completes.${lastRead}`,
-			},
-		);
-	}
-
 	private async run(): Promise<void> {
 		this.running = true;
 		try {
 			while (this.waits.size > 0) {
-				const intervalMs = Math.min(...[...this.waits].map((w) => w.intervalMs));
-				await sleep(intervalMs, cancelSignal(this.ctx));
+				await sleep(Math.min(...[...this.waits].map((w) => w.intervalMs)), cancelSignal(this.ctx));
 				if (this.waits.size > 0) await this.round();
 			}
 		} catch (error) {

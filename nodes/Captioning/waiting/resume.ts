@@ -25,16 +25,6 @@ import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
 import { itemsOf } from './webhook';
 
-/** A job ordered with this execution's URL that the first page of an open list shows, if any. */
-async function openJobOf(ctx: IWebhookFunctions, path: string): Promise<Job | undefined> {
-	for (const status of ['processing', 'queued'] as const) {
-		const page = (await jobPages(ctx, { status }).next()).value || [];
-		const open = page.find((job: Job) => orderedWith(job, path));
-		if (open) return open;
-	}
-	return undefined;
-}
-
 /** The jobs ordered with this execution's URL, by the items their URLs name, and the batch's size. */
 interface ReadBack {
 	byItem: Map<number, Job>;
@@ -81,42 +71,50 @@ function outputOf(read: ReadBack, event: CaptioningEvent): INodeExecutionData[] 
 		});
 }
 
-/** What an event does to its execution, as the jobs read now show it. */
-type Outcome =
-	| { kind: 'resume'; output: INodeExecutionData[] }
-	/** Another job of the batch is still open: its own event resumes the execution. */
-	| { kind: 'sleepOn' }
-	/** The event's job, or the batch, does not show final yet (or could not be read): read again. */
-	| { kind: 'notYet' }
-	/** The event's job is not in the workspace, or was not ordered with this execution's URL. */
-	| { kind: 'refused' };
+/** The answer to an event that leaves the execution sleeping. */
+const sleepOn = (): IWebhookResponseData => ({
+	webhookResponse: { received: true, resumed: false },
+});
 
-async function outcomeOf(
+/**
+ * What the jobs read now make of an event: the execution resumes with the batch; it sleeps on while
+ * another job of the batch is open (its own event resumes the execution); the event is refused when
+ * its job is not in the workspace, or was not ordered with this execution's URL. Undefined while
+ * the event's job, or the batch, does not show final yet (or could not be read): read again.
+ */
+async function answerTo(
 	ctx: IWebhookFunctions,
 	event: CaptioningEvent,
 	path: string,
-): Promise<Outcome> {
+): Promise<IWebhookResponseData | undefined> {
 	let read: ReadBack;
 	let own: Job | undefined;
 	try {
-		const open = await openJobOf(ctx, path);
-		if (open) return { kind: open.id === event.data.id ? 'notYet' : 'sleepOn' };
+		// A job ordered with this execution's URL that the first page of an open list shows.
+		for (const status of ['processing', 'queued'] as const) {
+			const page = (await jobPages(ctx, { status }).next()).value || [];
+			const open = page.find((job: Job) => orderedWith(job, path));
+			if (open) return open.id === event.data.id ? undefined : sleepOn();
+		}
 		read = await readBatch(ctx, path);
 		// A job of the batch still open (on a later page of its list, or it moved on since): its own
 		// event resumes the execution.
 		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
-		if (stillOpen && stillOpen.id !== event.data.id) return { kind: 'sleepOn' };
+		if (stillOpen && stillOpen.id !== event.data.id) return sleepOn();
 		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
 		own ??= await readJob(ctx, event.data.id);
 	} catch (error) {
-		if (!notInWorkspace(error)) return { kind: 'notYet' };
+		if (!notInWorkspace(error)) return undefined;
 	}
-	if (!own || !orderedWith(own, path)) return { kind: 'refused' };
+	if (!own || !orderedWith(own, path))
+		return respond(ctx, 403, {
+			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
+		});
 	const shown =
 		own.status === STATUS_OF[event.type] &&
 		complete(read!) &&
 		[...read!.byItem.values()].every(isFinal);
-	return shown ? { kind: 'resume', output: outputOf(read!, event) } : { kind: 'notYet' };
+	return shown ? { workflowData: [outputOf(read!, event)] } : undefined;
 }
 
 /** How long an event waits in its request for reads to show what it reports (it may come first). */
@@ -141,14 +139,9 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const path = webhookOwnPath(this.getRequestObject().originalUrl);
 	const until = Date.now() + RESUME_WAIT_MS;
 	for (let delay = 1000; ; delay = Math.min(delay * 2, 10000)) {
-		const outcome = await outcomeOf(this, event, path);
-		if (outcome.kind === 'resume') return { workflowData: [outcome.output] };
-		if (outcome.kind === 'refused')
-			return respond(this, 403, {
-				error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
-			});
-		if (outcome.kind === 'sleepOn' || Date.now() + delay > until)
-			return { webhookResponse: { received: true, resumed: false } };
+		const answer = await answerTo(this, event, path);
+		if (answer) return answer;
+		if (Date.now() + delay > until) return sleepOn();
 		await sleep(delay);
 	}
 }
