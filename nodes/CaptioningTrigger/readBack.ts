@@ -38,7 +38,7 @@ class Reader {
 	private draining = false;
 	private lastReadAt = 0;
 	/** Final jobs recent reads showed, by id, oldest first. */
-	private readonly recent = new Map<string, { job: Job; at: number }>();
+	readonly recent = new Map<string, { job: Job; at: number }>();
 
 	/** Forgets the final jobs shown longer ago than `recentMs`, and the oldest past `recentJobs`; whether none is left. */
 	forget(): boolean {
@@ -48,12 +48,6 @@ class Reader {
 			this.recent.delete(id);
 		}
 		return !this.draining && this.recent.size === 0;
-	}
-
-	/** A final job with this status that a recent read showed. */
-	recentWith(id: string, status: Job['status']): Job | undefined {
-		const job = this.recent.get(id)?.job;
-		return job?.status === status ? job : undefined;
 	}
 
 	/** One read of the job, shared with the jobs other executions of this trigger ask for meanwhile. */
@@ -109,8 +103,9 @@ export async function readUntilShown(
 	job: Wanted,
 	status: Job['status'],
 ): Promise<Job | Error> {
-	const recent = readerOf(ctx).recentWith(job.id, status);
-	if (recent) return recent;
+	// A final job with this status that a recent read showed.
+	const recent = readerOf(ctx).recent.get(job.id)?.job;
+	if (recent?.status === status) return recent;
 	const until = Date.now() + readBackLimits.statusWaitMs;
 	for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
 		const read = await readerOf(ctx).read(ctx, job);

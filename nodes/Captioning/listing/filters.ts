@@ -31,9 +31,8 @@ export function metadataMatches(job: Job, filters: IDataObject): boolean {
 	const key = String(filters.metadataKey ?? '').trim();
 	if (!key) return true;
 	const value = job.metadata?.[key];
-	if (value === undefined) return false;
 	const wanted = filters.metadataValue;
-	return wanted === undefined || wanted === '' || value === String(wanted);
+	return value !== undefined && (wanted === undefined || wanted === '' || value === String(wanted));
 }
 
 /** Whether the job's title contains the text (case-insensitive; empty: any job). */

@@ -36,15 +36,14 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 	// has one), then this node's id, the path of the restart webhook below.
 	const resume = new URL(String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i)));
 	resume.pathname = `${resume.pathname.replace(/\/$/, '')}/${ctx.getNode().id}`;
-	const url = resume.toString();
-	if (!url.startsWith('https://'))
+	if (resume.protocol !== 'https:')
 		refuse(
 			ctx,
 			i,
-			`n8n's webhook address ${new URL(url).origin} is not HTTPS, and the service only calls https:// URLs`,
+			`n8n's webhook address ${resume.origin} is not HTTPS, and the service only calls https:// URLs`,
 			'Serve n8n over HTTPS and set the WEBHOOK_URL environment variable to its public https:// address, or set Wait for Completion to Poll. Nothing was ordered.',
 		);
-	return url;
+	return resume.toString();
 }
 
 /** Item indexes as a short list: runs of three or more as ranges (`3,7,10-12`). */
