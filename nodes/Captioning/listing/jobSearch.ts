@@ -14,12 +14,13 @@ export async function searchJobs(
 ): Promise<INodeListSearchResult> {
 	const qs: IDataObject = { limit: PAGE_SIZE };
 	if (paginationToken) qs.starting_after = paginationToken;
-	// Someone waits in the editor: ahead of workflows' background reads under the key's rate limits.
 	const { body } = await apiRequest<JobList>(this, 'GET', '/jobs', { qs });
-	// An empty search keeps every job.
-	const search = filter?.trim().toLowerCase() ?? '';
+	const search = filter?.trim().toLowerCase();
 	const jobs = body.data.filter(
-		(job) => job.title.toLowerCase().includes(search) || job.id.toLowerCase().startsWith(search),
+		(job) =>
+			!search ||
+			job.title.toLowerCase().includes(search) ||
+			job.id.toLowerCase().startsWith(search),
 	);
 	return {
 		results: jobs.map((job) => ({
