@@ -100,8 +100,11 @@ export class CaptioningApi implements ICredentialType {
 		const target =
 			uri ?? (baseURL ? `${baseURL.replace(/\/+$/, '')}/${url.replace(/^\/+/, '')}` : url);
 		if (!underBaseUrl(target, baseUrl)) {
+			// The address as an error may show it: no user info, query or fragment (a signature, a token).
+			const parsed = URL.canParse(target) ? new URL(target) : undefined;
+			const address = parsed ? `${parsed.origin}${parsed.pathname}` : "this request's URL";
 			throw new Error(
-				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${addressOf(target)} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
+				`The Captioning API credential sends its API key only to addresses under its Base URL (${baseUrl || 'not set'}), and ${address} is not one: nothing was sent. Use a URL that starts with the Base URL followed by a slash (e.g. ${baseUrl}/account), or no credential for other hosts.`,
 			);
 		}
 		// No redirect is followed with the key: n8n copies Authorization onto a redirect to another origin
@@ -148,14 +151,4 @@ export class CaptioningApi implements ICredentialType {
 			},
 		],
 	};
-}
-
-/** The request's address as an error may show it: no user info, query or fragment (a signature, a token). */
-function addressOf(target: string): string {
-	try {
-		const url = new URL(target);
-		return `${url.origin}${url.pathname}`;
-	} catch {
-		return "this request's URL";
-	}
 }

@@ -44,30 +44,8 @@ function virtualHostable(bucket: string): boolean {
 	return /^(?!-)(?!.*-$)[a-z0-9-]{3,63}$/.test(bucket);
 }
 
-/**
- * <bucket>.<host> where the SDK would: a DNS-label name on any host but an IP address; a dotted
- * name whose every label is one only over plain http (over https it would not match a wildcard
- * certificate). With an IP endpoint and such a dotted name the SDK builds 'captioning.videos.
- * 127.0.0.1' and fails on it ('Invalid URL'); we go path-style there, which every store serves.
- */
-function virtualHosted(access: S3Access, s: S3Endpoint, bucket: string): boolean {
-	if (access.forcePathStyle || s.isIp) return false;
-	if (virtualHostable(bucket)) return true;
-	return s.protocol === 'http:' && bucket.split('.').every(virtualHostable);
-}
-
-interface S3Endpoint {
-	/** 'http:' or 'https:' */
-	protocol: string;
-	/** Host and port as the URL has them: lower case, without a default port. */
-	host: string;
-	/** The endpoint's path, '/' when it has none. */
-	path: string;
-	/** An IP address is never prefixed with a bucket. */
-	isIp: boolean;
-}
-
-function endpointOf(access: S3Access): S3Endpoint {
+/** The endpoint's protocol, host (lower case, no default port), path ('/' when none), and whether the host is an IP address (never prefixed with a bucket). */
+function endpointOf(access: S3Access) {
 	const endpoint = access.endpoint?.trim();
 	if (!endpoint) {
 		const region = access.region?.trim();
@@ -97,28 +75,23 @@ function endpointOf(access: S3Access): S3Endpoint {
  * Origin and path prefix for a bucket. The SDK appends the operation's path ('/' or '/{Key+}') to
  * the endpoint's path unless that is '/', so an endpoint path ending in '/' gives a '//' there:
  * kept, for the same URLs as the SDK.
+ *
+ * <bucket>.<host> where the SDK would: a DNS-label name on any host but an IP address; a dotted
+ * name whose every label is one only over plain http (over https it would not match a wildcard
+ * certificate). With an IP endpoint and such a dotted name the SDK builds 'captioning.videos.
+ * 127.0.0.1' and fails on it ('Invalid URL'); we go path-style there, which every store serves.
  */
-export function bucketBase(
-	access: S3Access,
-	bucket: string,
-): { origin: string; host: string; path: string; virtual: boolean } {
+export function bucketBase(access: S3Access, bucket: string) {
 	const s = endpointOf(access);
-	if (virtualHosted(access, s, bucket)) {
-		const host = `${bucket}.${s.host}`;
-		return {
-			origin: `${s.protocol}//${host}`,
-			host,
-			path: s.path === '/' ? '' : s.path,
-			virtual: true,
-		};
-	}
+	const virtual =
+		!access.forcePathStyle &&
+		!s.isIp &&
+		(virtualHostable(bucket) ||
+			(s.protocol === 'http:' && bucket.split('.').every(virtualHostable)));
+	const host = virtual ? `${bucket}.${s.host}` : s.host;
 	const prefix = s.path.endsWith('/') ? s.path : `${s.path}/`;
-	return {
-		origin: `${s.protocol}//${s.host}`,
-		host: s.host,
-		path: `${prefix}${uriEncode(bucket)}`,
-		virtual: false,
-	};
+	const path = virtual ? (s.path === '/' ? '' : s.path) : `${prefix}${uriEncode(bucket)}`;
+	return { origin: `${s.protocol}//${host}`, host, path, virtual };
 }
 
 /** Where the object is, without a query: https://bucket.s3.region.amazonaws.com/key and the like. */

@@ -29,8 +29,6 @@ export function explainS3(
 			return `${what}: the bucket does not exist in this store. Check Bucket Name (and Custom Endpoint).`;
 		case 'NoSuchKey':
 			return `${what} does not exist: check Object Key (keys are case-sensitive; the AWS S3 node's Get Many lists them).`;
-		default:
-			break;
 	}
 	if (status === 403)
 		return `The store refused to let this credential read ${what} (403): wrong Secret Access Key, or no s3:GetObject permission on it.`;

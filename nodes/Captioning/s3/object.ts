@@ -78,35 +78,6 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	return { bucket: bucketField, key: keyField };
 }
 
-/**
- * The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
- * transport's retries (network errors and 5xx, S3's 503 SlowDown among them): the answer,
- * whatever its status below 500.
- */
-async function headObject(
-	ctx: IExecuteFunctions,
-	i: number,
-	access: S3Access,
-	url: string,
-): Promise<IN8nHttpFullResponse> {
-	const target = `the S3 store at ${new URL(serviceUrl(access)).origin}`;
-	const check =
-		'Region and Custom Endpoint in the Captioning S3 Media credential (nothing was ordered)';
-	return await sendWithRetries(
-		ctx,
-		{ retryable: true, target, check, itemIndex: i, keep: (status) => status < 500 },
-		async () =>
-			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, 'captioningS3Api', {
-				method: 'HEAD',
-				url,
-				returnFullResponse: true,
-				ignoreHttpStatusErrors: true,
-				disableFollowRedirect: true,
-				timeout: 30000,
-			})) as IN8nHttpFullResponse,
-	);
-}
-
 /** Refuses what the HEAD answered when it is not a readable object within the service's size. */
 function refuseUnreadable(
 	ctx: IExecuteFunctions,
@@ -114,7 +85,7 @@ function refuseUnreadable(
 	access: S3Access,
 	name: string,
 	response: IN8nHttpFullResponse,
-): IN8nHttpFullResponse {
+): void {
 	const status = response.statusCode;
 	if (status !== 200) {
 		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
@@ -149,7 +120,6 @@ function refuseUnreadable(
 			`${name} is empty (0 bytes)`,
 			'Check the key: an empty object is often a folder marker (a key ending in /). Nothing was ordered.',
 		);
-	return response;
 }
 
 /**
@@ -171,7 +141,29 @@ export async function checkS3Object(
 		);
 	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
-	const response = refuseUnreadable(ctx, i, access, name, await headObject(ctx, i, access, url));
+	// The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
+	// transport's retries (network errors and 5xx, S3's 503 SlowDown among them).
+	const response = await sendWithRetries(
+		ctx,
+		{
+			retryable: true,
+			target: `the S3 store at ${new URL(serviceUrl(access)).origin}`,
+			check:
+				'Region and Custom Endpoint in the Captioning S3 Media credential (nothing was ordered)',
+			itemIndex: i,
+			keep: (status) => status < 500,
+		},
+		async () =>
+			(await ctx.helpers.httpRequestWithAuthentication.call(ctx, 'captioningS3Api', {
+				method: 'HEAD',
+				url,
+				returnFullResponse: true,
+				ignoreHttpStatusErrors: true,
+				disableFollowRedirect: true,
+				timeout: 30000,
+			})) as IN8nHttpFullResponse,
+	);
+	refuseUnreadable(ctx, i, access, name, response);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId

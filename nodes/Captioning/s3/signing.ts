@@ -1,7 +1,7 @@
 // AWS Signature Version 4 for S3, written against node:crypto alone: a community node ships
 // without runtime dependencies, and the AWS SDK is megabytes for a few HMACs. Checked against
 // @aws-sdk/s3-request-presigner 3.1164.0 byte for byte (test/transport/s3.test.ts): same query,
-// same signatures. Where an object lives: s3Addresses.ts.
+// same signatures. Where an object lives: addresses.ts.
 import { createHash, createHmac } from 'node:crypto';
 
 import type { S3Access, S3Object } from './addresses';
@@ -18,14 +18,14 @@ const sha256Hex = (text: string) => createHash('sha256').update(text, 'utf8').di
 const hmac = (key: Buffer | string, text: string) =>
 	createHmac('sha256', key).update(text, 'utf8').digest();
 
-/** 20240506T070809Z and 20240506. */
-function amzDate(date: Date): { long: string; short: string } {
+/** The date as 20240506T070809Z, and the signature's scope: 20240506/<region>/s3/aws4_request. */
+function amzDate(date: Date, access: S3Access): { long: string; scope: string } {
 	if (Number.isNaN(date.getTime())) throw new Error('The signing date is not a valid date');
 	const long = date
 		.toISOString()
 		.replace(/[-:]/g, '')
 		.replace(/\.\d{3}/, '');
-	return { long, short: long.slice(0, 8) };
+	return { long, scope: `${long.slice(0, 8)}/${access.region.trim()}/s3/aws4_request` };
 }
 
 /** The canonical query: pairs encoded, then sorted by key (and by value for a repeated key). */
@@ -73,8 +73,7 @@ export function presignGet(
 			`A presigned URL lasts 1 to ${MAX_EXPIRES_SECONDS} seconds (a week), not ${expiresInSeconds}`,
 		);
 	}
-	const { long, short } = amzDate(signingDate);
-	const scope = `${short}/${access.region.trim()}/s3/aws4_request`;
+	const { long, scope } = amzDate(signingDate, access);
 	const base = bucketBase(access, object.bucket);
 	const path = `${base.path}/${keyPath(object.key)}`;
 	const query: Array<[string, string]> = [['x-id', 'GetObject']];
@@ -89,23 +88,12 @@ export function presignGet(
 		['X-Amz-SignedHeaders', 'host'],
 	);
 	if (access.sessionToken) query.push(['X-Amz-Security-Token', access.sessionToken]);
-	const canonical = canonicalQuery(query);
-	const canonicalRequest = `GET\n${path}\n${canonical}\nhost:${base.host}\n\nhost\nUNSIGNED-PAYLOAD`;
+	const canonicalRequest = `GET\n${path}\n${canonicalQuery(query)}\nhost:${base.host}\n\nhost\nUNSIGNED-PAYLOAD`;
 	const signed = canonicalQuery([
 		...query,
 		['X-Amz-Signature', signature(access, long, scope, canonicalRequest)],
 	]);
 	return `${base.origin}${path}?${signed}`;
-}
-
-/** Splits a URL we built (or one like it) into host, raw path and raw query; no normalisation. */
-function splitUrl(url: string): { host: string; path: string; query: string } {
-	const match = /^(https?):\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
-	if (!match) throw new Error(`Not an http(s) URL: ${withoutSignatures(url)}`);
-	const scheme = match[1].toLowerCase();
-	// The Host header fetch sends: lower case, no default port.
-	const host = match[2].toLowerCase().replace(scheme === 'https' ? /:443$/ : /:80$/, '');
-	return { host, path: match[3] || '/', query: match[4] ?? '' };
 }
 
 /**
@@ -120,10 +108,13 @@ export function signedHeaders(
 	url: string,
 	signingDate: Date,
 ): Record<string, string> {
-	const { long, short } = amzDate(signingDate);
-	const scope = `${short}/${access.region.trim()}/s3/aws4_request`;
-	const { host, path, query } = splitUrl(url);
-	const pairs = query
+	const { long, scope } = amzDate(signingDate, access);
+	// The URL (one we built, or one like it) as host, raw path and raw query; no normalisation.
+	const match = /^(https?):\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
+	if (!match) throw new Error(`Not an http(s) URL: ${withoutSignatures(url)}`);
+	// The Host header fetch sends: lower case, no default port.
+	const host = match[2].toLowerCase().replace(/^https$/i.test(match[1]) ? /:443$/ : /:80$/, '');
+	const pairs = (match[4] ?? '')
 		.split('&')
 		.filter((part) => part !== '')
 		.map((part): [string, string] => {
@@ -141,7 +132,7 @@ export function signedHeaders(
 	const names = canonicalHeaders.map(([name]) => name).join(';');
 	const canonicalRequest = [
 		method,
-		path,
+		match[3] || '/',
 		canonicalQuery(pairs),
 		canonicalHeaders
 			.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}`)

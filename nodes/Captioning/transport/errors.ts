@@ -51,20 +51,18 @@ type ErrorBody =
 	| string
 	| undefined;
 
-/** The body as the service sent it: a download's error arrives as bytes, holding the same JSON. */
-function errorBody(raw: unknown): ErrorBody {
-	if (!Buffer.isBuffer(raw)) return raw as ErrorBody;
-	const text = raw.toString('utf8');
-	try {
-		const parsed: unknown = JSON.parse(text);
-		return typeof parsed === 'object' && parsed !== null ? (parsed as ErrorBody) : text;
-	} catch {
-		return text;
-	}
-}
-
 export function serviceError(response: IN8nHttpFullResponse): ServiceError {
-	const body = errorBody(response.body);
+	// The body as the service sent it: a download's error arrives as bytes, holding the same JSON.
+	let body = response.body as ErrorBody;
+	if (Buffer.isBuffer(response.body)) {
+		body = response.body.toString('utf8');
+		try {
+			const parsed: unknown = JSON.parse(body);
+			if (typeof parsed === 'object' && parsed !== null) body = parsed as ErrorBody;
+		} catch {
+			// not JSON: the text as it came
+		}
+	}
 	const error =
 		typeof body === 'object' && body !== null && typeof body.error === 'object'
 			? body.error

@@ -128,16 +128,15 @@ async function fetchOnce(
 		disableFollowRedirect: true,
 		timeout: 60000,
 	};
-	const target = withKey
-		? `the captioning service at ${new URL(baseUrl).origin}`
-		: `the captions host ${new URL(url).origin}`;
 	let over: number | undefined;
 	const response = await sendWithRetries(
 		ctx,
 		{
 			retryable: true,
 			rateLimit: withKey ? rateLimits.read : undefined,
-			target,
+			target: withKey
+				? `the captioning service at ${new URL(baseUrl).origin}`
+				: `the captions host ${new URL(url).origin}`,
 			itemIndex,
 			keep: (status) => status < 400 && status !== 304,
 		},
@@ -167,9 +166,7 @@ export async function uploadFile(
 	ctx: ApiContext,
 	file: { fileName: string; mimeType: string; size: number; open: () => Promise<FileBody> },
 	itemIndex: number,
-): Promise<
-	Omit<Upload, 'upload_url'> & { filename: string; content_type: string; size_bytes: number }
-> {
+) {
 	const uploaded = { filename: file.fileName, content_type: file.mimeType, size_bytes: file.size };
 	const { body } = await apiRequest<Upload>(ctx, 'POST', '/uploads', { body: uploaded, itemIndex });
 	const { upload_url: url, ...upload } = body as Upload;

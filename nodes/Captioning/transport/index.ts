@@ -12,7 +12,7 @@ import { networkCodeOf } from './unanswered';
 export type { ApiContext };
 export { cancelSignal, CREDENTIAL_NAME, sendWithRetries, sleep };
 
-export interface ApiRequestOptions {
+interface ApiRequestOptions {
 	body?: IDataObject;
 	qs?: IDataObject;
 	/** Sent as Idempotency-Key; a POST /jobs is retried only when it has one. */
@@ -31,18 +31,14 @@ export const unknownOutcome = (status: number) => status >= 500 && status !== 50
 /** Failures of a connection that never reached the host: nothing was sent. */
 const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
-export type ApiResponse<T> = IN8nHttpFullResponse & { body: T; headers: IDataObject };
-
 /** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
 export async function apiRequest<T>(
 	ctx: ApiContext,
 	method: IHttpRequestMethods,
 	path: string,
 	options: ApiRequestOptions = {},
-): Promise<ApiResponse<T>> {
+): Promise<IN8nHttpFullResponse & { body: T }> {
 	const { baseUrl, rateLimits } = await serviceOf(ctx, options.itemIndex);
-	const headers: IDataObject =
-		options.idempotencyKey === undefined ? {} : { 'Idempotency-Key': options.idempotencyKey };
 	const response = await sendWithRetries(
 		ctx,
 		{
@@ -59,7 +55,8 @@ export async function apiRequest<T>(
 				qs: options.qs,
 				body: options.body,
 				// A fresh headers object per attempt: authentication writes the key into it.
-				headers: { ...headers },
+				headers:
+					options.idempotencyKey === undefined ? {} : { 'Idempotency-Key': options.idempotencyKey },
 				json: true,
 				returnFullResponse: true,
 				ignoreHttpStatusErrors: true,
@@ -81,5 +78,5 @@ export async function apiRequest<T>(
 	);
 	// An S3 Object order's signed media_url and a Webhook URL's Secret Token come back in every job: never pass them on.
 	hideSecrets(response.body);
-	return response as ApiResponse<T>;
+	return response as IN8nHttpFullResponse & { body: T };
 }

@@ -4,15 +4,11 @@ import type { IDataObject } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { Job, JobList } from '../model/types';
-import type { ApiContext, ApiRequestOptions } from './index';
+import type { ApiContext } from './index';
 import { apiRequest } from './index';
 
 /** Jobs a page of the list holds: the most `limit` may ask for (shared/DESIGN.md, read endpoints). */
 export const PAGE_SIZE = 100;
-
-/** What a read passes on to apiRequest. */
-type ReadRequest = Pick<ApiRequestOptions, 'itemIndex'>;
-type PageOptions = ReadRequest & { max?: number };
 
 /** A read answered 404: the job is not in this workspace (deleted, or another workspace's). */
 export const notInWorkspace = (error: unknown): boolean =>
@@ -22,7 +18,7 @@ export const notInWorkspace = (error: unknown): boolean =>
 export async function readJob(
 	ctx: ApiContext,
 	id: string,
-	options: ReadRequest = {},
+	options: { itemIndex?: number } = {},
 ): Promise<Job> {
 	return (await apiRequest<Job>(ctx, 'GET', `/jobs/${encodeURIComponent(id)}`, options)).body;
 }
@@ -35,7 +31,7 @@ export async function readJob(
 export async function* jobPages(
 	ctx: ApiContext,
 	filters: IDataObject = {},
-	{ max = Infinity, ...request }: PageOptions = {},
+	{ max = Infinity, ...request }: { itemIndex?: number; max?: number } = {},
 ): AsyncGenerator<Job[]> {
 	let startingAfter: string | undefined;
 	let read = 0;
@@ -61,25 +57,19 @@ export async function listJobs(
 	return jobs;
 }
 
-export interface ReadOptions {
-	/** Hears of every job the pages held. */
-	seen?: (job: Job) => void;
-	/** How many pages of the list at most before reading the rest one by one (default: a page per 100 jobs, plus one). */
-	maxPages?: number;
-}
-
 /**
  * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
  * newest first, as far back as the oldest of them, then one by one only what those pages did not
  * hold (many jobs ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job
- * that cannot be read does not fail the others. `seen` hears of every job the pages held.
+ * that cannot be read does not fail the others. `seen` hears of every job the pages held;
+ * `maxPages` bounds the pages of the list read before the rest one by one (default: a page per 100
+ * jobs, plus one).
  */
 export async function readJobsSettled(
 	ctx: ApiContext,
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
-	options: ReadOptions = {},
+	{ seen, maxPages }: { seen?: (job: Job) => void; maxPages?: number } = {},
 ): Promise<Map<string, Job | Error>> {
-	const { seen, maxPages, ...request } = options;
 	const read = new Map<string, Job | Error>();
 	const unseen = new Set(jobs.map((job) => job.id));
 	if (unseen.size > 1) {
@@ -87,7 +77,7 @@ export async function readJobsSettled(
 		const pagesAllowed = maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
 		let pages = 0;
 		try {
-			for await (const page of jobPages(ctx, {}, request)) {
+			for await (const page of jobPages(ctx)) {
 				for (const job of page) {
 					seen?.(job);
 					if (unseen.delete(job.id)) read.set(job.id, job);
@@ -110,7 +100,7 @@ export async function readJobsSettled(
 	}
 	await Promise.all(
 		[...unseen].map(async (id) =>
-			read.set(id, await readJob(ctx, id, request).catch((error: Error) => error)),
+			read.set(id, await readJob(ctx, id).catch((error: Error) => error)),
 		),
 	);
 	return read;

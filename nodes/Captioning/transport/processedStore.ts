@@ -9,9 +9,8 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { sleep } from './sleep';
 
-/** Enough for thousands of orders; the oldest records go first (n8n trims them). */
-const MAX_RECORDS = 10000;
-const OPTIONS = { mode: 'entries' as const, maxEntries: MAX_RECORDS };
+/** At most 10000 records: enough for thousands of orders; the oldest go first (n8n trims them). */
+const OPTIONS = { mode: 'entries' as const, maxEntries: 10000 };
 
 /** The values that wait for the next call to the store, and what that call answers. */
 interface Call {

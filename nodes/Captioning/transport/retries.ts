@@ -97,13 +97,12 @@ class Attempts {
 		// Not sent: the execution was cancelled, the run stopped (another item failed), or it waited too long.
 		if (this.cancel?.aborted) throw this.cancelled();
 		if (run?.stopSignal.aborted) throw new BatchStopped();
-		const description =
-			waited instanceof WaitedTooLong
-				? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
-				: undefined;
 		throw new NodeOperationError(ctx.getNode(), waited as Error, {
 			itemIndex: options.itemIndex,
-			description,
+			description:
+				waited instanceof WaitedTooLong
+					? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+					: undefined,
 		});
 	}
 
@@ -121,19 +120,11 @@ class Attempts {
 		if (this.cancel?.aborted) throw this.cancelled();
 		// A certificate the connection refused, n8n's own policy, or n8n's own error (no network code):
 		// sending it again would meet the same.
-		if (certificateProblem(error))
-			throw certificateError(ctx.getNode(), error, options.target, options.itemIndex);
+		if (certificateProblem(error)) throw certificateError(ctx.getNode(), error, options);
 		if (refusedByN8n(error) || !networkCodeOf(error))
-			throw notSentError(ctx.getNode(), error, options.target, options.itemIndex);
+			throw notSentError(ctx.getNode(), error, options);
 		if (!options.retryable || attempt >= RETRY.maxAttempts)
-			throw networkError(
-				ctx.getNode(),
-				error,
-				options.target,
-				attempt,
-				options.itemIndex,
-				options.check,
-			);
+			throw networkError(ctx.getNode(), error, attempt, options);
 		return backoffMs(attempt);
 	}
 

@@ -102,12 +102,11 @@ export function underBaseUrl(url: string, baseUrl: string): boolean {
 	try {
 		const target = new URL(url);
 		const base = new URL(baseUrl);
-		const prefix = base.pathname.replace(/\/+$/, '');
 		return (
 			target.origin === base.origin &&
 			target.username === '' &&
 			target.password === '' &&
-			target.pathname.startsWith(`${prefix}/`)
+			target.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/`)
 		);
 	} catch {
 		return false;

@@ -5,6 +5,7 @@ import type { IDataObject, INode, NodeApiError } from 'n8n-workflow';
 import { UserError } from 'n8n-workflow';
 
 import { apiError } from './errors';
+import type { SendOptions } from './retries';
 import { withoutSignatures } from './secrets';
 
 /** An error for a request that got no answer: no status, no field, no request id. */
@@ -21,10 +22,8 @@ const unanswered = (
 export function networkError(
 	node: INode,
 	cause: unknown,
-	target: string,
 	attempts: number,
-	itemIndex?: number,
-	check = 'the Base URL in the credentials',
+	{ target, itemIndex, check = 'the Base URL in the credentials' }: SendOptions,
 ): NodeApiError {
 	const code = networkCodeOf(cause) ?? 'ECONNECTION';
 	const description = `No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check ${check}, the network and any proxy between n8n and ${target}.`;
@@ -93,8 +92,7 @@ export function certificateProblem(cause: unknown): string | undefined {
 export function certificateError(
 	node: INode,
 	cause: unknown,
-	target: string,
-	itemIndex?: number,
+	{ target, itemIndex }: SendOptions,
 ): NodeApiError {
 	const code = certificateProblem(cause)!;
 	return unanswered(
@@ -110,8 +108,7 @@ export function certificateError(
 export function notSentError(
 	node: INode,
 	cause: unknown,
-	target: string,
-	itemIndex?: number,
+	{ target, itemIndex }: SendOptions,
 ): NodeApiError {
 	const levels = chain(cause);
 	// The innermost words are n8n's own (its wrappers repeat or generalise them).
