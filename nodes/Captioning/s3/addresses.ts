@@ -44,7 +44,10 @@ function virtualHostable(bucket: string): boolean {
 	return /^(?!-)(?!.*-$)[a-z0-9-]{3,63}$/.test(bucket);
 }
 
-/** The endpoint's protocol, host (lower case, no default port), path ('/' when none), and whether the host is an IP address (never prefixed with a bucket). */
+/**
+ * The endpoint's protocol, host (lower case, no default port), path ('/' when none), and whether
+ * the host is an IP address (never prefixed with a bucket).
+ */
 function endpointOf(access: S3Access) {
 	const endpoint = access.endpoint?.trim();
 	if (!endpoint) {

@@ -96,6 +96,16 @@ export function presignGet(
 	return `${base.origin}${path}?${signed}`;
 }
 
+/** Splits a URL we built (or one like it) into host, raw path and raw query; no normalisation. */
+function splitUrl(url: string): { host: string; path: string; query: string } {
+	const match = /^(https?):\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
+	if (!match) throw new Error(`Not an http(s) URL: ${withoutSignatures(url)}`);
+	const scheme = match[1].toLowerCase();
+	// The Host header fetch sends: lower case, no default port.
+	const host = match[2].toLowerCase().replace(scheme === 'https' ? /:443$/ : /:80$/, '');
+	return { host, path: match[3] || '/', query: match[4] ?? '' };
+}
+
 /**
  * Headers that sign a bodiless request (HEAD object, HEAD bucket, ListBuckets, a one-key
  * ListObjectsV2) in the Authorization header, as the SDK's S3 client signs it: host,
@@ -109,12 +119,8 @@ export function signedHeaders(
 	signingDate: Date,
 ): Record<string, string> {
 	const { long, scope } = amzDate(signingDate, access);
-	// The URL (one we built, or one like it) as host, raw path and raw query; no normalisation.
-	const match = /^(https?):\/\/([^/?#]+)([^?#]*)(?:\?([^#]*))?/i.exec(url);
-	if (!match) throw new Error(`Not an http(s) URL: ${withoutSignatures(url)}`);
-	// The Host header fetch sends: lower case, no default port.
-	const host = match[2].toLowerCase().replace(/^https$/i.test(match[1]) ? /:443$/ : /:80$/, '');
-	const pairs = (match[4] ?? '')
+	const { host, path, query } = splitUrl(url);
+	const pairs = query
 		.split('&')
 		.filter((part) => part !== '')
 		.map((part): [string, string] => {
@@ -132,7 +138,7 @@ export function signedHeaders(
 	const names = canonicalHeaders.map(([name]) => name).join(';');
 	const canonicalRequest = [
 		method,
-		match[3] || '/',
+		path,
 		canonicalQuery(pairs),
 		canonicalHeaders
 			.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}`)
