@@ -18,7 +18,7 @@ export interface RunNotes {
 }
 
 /** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
-export class Batch {
+class Batch {
 	readonly waiter: JobWaiter;
 	readonly orders: RunOrders;
 	/** Item index → job id, for every order the service accepted in this run. */

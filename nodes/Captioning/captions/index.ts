@@ -26,7 +26,7 @@ export const formatsField: INodeProperties = {
 		'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
 };
 
-export type CaptionsAs = 'binary' | 'json' | 'both';
+type CaptionsAs = 'binary' | 'json' | 'both';
 
 /**
  * The most characters of one format the item's JSON takes: an hour of subtitles is about 60,000,
@@ -143,7 +143,7 @@ function segmentsOf(
 }
 
 /** A file name from the job title: what the service uses as the download name, made safe for disks. */
-export function captionFileName(job: Job, format: CaptionFormat): string {
+function captionFileName(job: Job, format: CaptionFormat): string {
 	// Characters no disk accepts in a name, and control characters.
 	// eslint-disable-next-line no-control-regex
 	const unsafe = /[\\/:*?"<>|\u0000-\u001f]+/g;
@@ -155,7 +155,7 @@ export function captionFileName(job: Job, format: CaptionFormat): string {
 }
 
 /** A format whose file could not be downloaded, and why. */
-export interface CaptionFailure {
+interface CaptionFailure {
 	format: CaptionFormat;
 	error: Error;
 }

@@ -4,7 +4,7 @@ import type { IDataObject } from 'n8n-workflow';
 
 import type { Job } from './types';
 
-export const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
+const EVENT_TYPES = ['job.completed', 'job.cancelled'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export interface CaptioningEvent {

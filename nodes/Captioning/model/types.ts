@@ -44,8 +44,8 @@ export function textFormatNames(): string {
 export const UUID_PATTERN =
 	'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
-export const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
-export type JobStatus = (typeof JOB_STATUSES)[number];
+const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
+type JobStatus = (typeof JOB_STATUSES)[number];
 
 export const MAX_UPLOAD_BYTES = 5242880000;
 

@@ -29,7 +29,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 }
 
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
-export interface Service {
+interface Service {
 	baseUrl: string;
 	rateLimits: KeyRateLimits;
 	/** The Webhook Secret Token: the credentials' own, or (left empty) one derived from the API key. */
