@@ -44,8 +44,7 @@ export function textFormatNames(): string {
 export const UUID_PATTERN =
 	'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
-const JOB_STATUSES = ['queued', 'processing', 'completed', 'cancelled'] as const;
-type JobStatus = (typeof JOB_STATUSES)[number];
+type JobStatus = 'queued' | 'processing' | 'completed' | 'cancelled';
 
 export const MAX_UPLOAD_BYTES = 5242880000;
 
