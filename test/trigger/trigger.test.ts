@@ -163,6 +163,19 @@ describe('an event delivered once starts one run', () => {
 		expect(t.executions[0][0].json).toMatchObject({ id, event_type: 'job.completed' });
 	});
 
+	test("a copy of a reported event, while n8n's store refuses the record's insert on its unique key: the resent record finds the news, and the copy is left out", async () => {
+		const t = await start();
+		const id = await order(t.url);
+		sb.completeJob(id);
+		await settle();
+		expect(ranWith(t)).toEqual([id]);
+		failNextRecords(1);
+		expect((await post(t.url, completedEvent(id, 'evt_copy'))).status).toBe(200);
+		await settle();
+		expect(t.failed).toEqual([]);
+		expect(ranWith(t)).toEqual([id]);
+	});
+
 	test('job.cancelled: one run with the cancellation', async () => {
 		const t = await start();
 		const id = await order(t.url);

@@ -52,12 +52,12 @@ export class ProcessedStore {
 				await sleep(0); // the values of items that reach this point together
 				this.next[kind] = undefined;
 				// Two processes that record a node's first values at once both insert its row, and n8n
-				// fails the second insert (queue mode): sent once more, the row is there. A failed call
-				// may still have written, so what the second one finds recorded is unknown.
-				return await send([...values]).catch(async () => {
+				// fails the second insert on its unique key (queue mode): sent once more, the row is there.
+				// Any other failure may have come after the write, so what the resend finds is unknown.
+				return await send([...values]).catch(async (error: unknown) => {
 					await sleep(100);
-					await send([...values]);
-					return undefined;
+					const answer = await send([...values]);
+					return /unique constraint/i.test((error as Error)?.message) ? answer : undefined;
 				});
 			};
 			const answer = (queues.get(this.queue) ?? Promise.resolve()).then(run, run);
