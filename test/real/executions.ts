@@ -135,9 +135,10 @@ export function executionsApi(n8n: () => N8n) {
 				};
 			};
 			const found: Array<Execution & { jobs: string[] }> = [];
-			// Ids count up to the newest listed, and on while n8n has any of the next twenty: it answers
-			// an id it does not have 200 with nothing (or 404), and one it has but cannot read 500
-			// (1.122.5, an execution killed before its data was stored; there may be many in a row).
+			// Ids count up to the newest listed, and on while any of the next twenty is this workflow's
+			// (other workflows' executions may still be coming): n8n answers an id it does not have 200
+			// with nothing (or 404), and one it has but cannot read 500 (1.122.5, an execution killed
+			// before its data was stored; there may be many in a row).
 			const newest = await newestId();
 			for (let id = afterId + 1, missing = 0; id <= newest || missing < 20; id++) {
 				if (id > newest + 1000) throw new Error(`no end to the executions after ${newest}`);
@@ -149,8 +150,9 @@ export function executionsApi(n8n: () => N8n) {
 					typeof res.body === 'object' &&
 					res.body !== null &&
 					String(res.body.id) === String(id);
-				missing = there || res.status >= 500 ? 0 : missing + 1;
-				if (!there || res.body!.workflowId !== workflowId) continue;
+				const ours = there && res.body!.workflowId === workflowId;
+				missing = ours || res.status >= 500 ? 0 : missing + 1;
+				if (!ours) continue;
 				const data =
 					typeof res.body!.data === 'string'
 						? (flatted.parse(res.body!.data) as Stored)
