@@ -141,21 +141,13 @@ describe('an event delivered once starts one run', () => {
 		expect(sb.ledger.requests.filter((r) => r.route === 'GET /jobs/{id}')).toHaveLength(1);
 	});
 
-	test("n8n's store fails the first record (another worker inserted the node's row at that moment): the run records once more and goes on", async () => {
+	test.each([
+		["fails the first record (another worker inserted the node's row at that moment)", false],
+		['writes the record, then fails (its answer lost): the resent record finds it', true],
+	])("n8n's store %s: the run records once more and the event goes on", async (_, written) => {
 		const t = await start();
 		const id = await order(t.url);
-		failNextRecords(1);
-		sb.completeJob(id);
-		await settle();
-		expect(t.failed).toEqual([]);
-		expect(t.executions).toHaveLength(1);
-		expect(t.executions[0][0].json).toMatchObject({ id, event_type: 'job.completed' });
-	});
-
-	test("n8n's store writes the record, then fails (its answer lost): the resent record finds it, and the event still runs", async () => {
-		const t = await start();
-		const id = await order(t.url);
-		failNextRecords(1, true);
+		failNextRecords(1, written);
 		sb.completeJob(id);
 		await settle();
 		expect(t.failed).toEqual([]);
