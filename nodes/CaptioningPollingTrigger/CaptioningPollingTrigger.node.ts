@@ -130,8 +130,10 @@ const hintOf = (message: string) => ({ message, type: 'warning', location: 'outp
 
 /** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
 function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {
-	// An open job has no event: `undefined` is never selected.
-	return (job) => events.includes(EVENT_OF_STATUS[job.status]!) && metadataMatches(job, filters);
+	return (job) => {
+		const type = EVENT_OF_STATUS[job.status];
+		return type !== undefined && events.includes(type) && metadataMatches(job, filters);
+	};
 }
 
 const eventItem = (job: Job) =>
