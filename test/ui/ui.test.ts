@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { INodeParameters, INodeProperties, INodeTypeDescription } from 'n8n-workflow';
 import { NodeHelpers } from 'n8n-workflow';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Locator, Page } from 'playwright-core';
 
 import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { tlsPair } from '../helpers/https';
@@ -560,16 +560,24 @@ describe(`n8n ${VERSION}'s editor`, () => {
 
 	/** Fills a field of a saved credential, saves it (which runs n8n's credential test) and reads the verdict the dialog shows. */
 	const saveCredential = async (id: string, field: string, value: string) => {
-		// Opening the dialog tests the saved value: let that test answer first, or its banner, come
-		// late, replaces the one of the value saved here (seen: "Connection tested successfully"
-		// after a wrong secret had been refused).
-		const opening = page
-			.waitForResponse((r) => r.url().includes('/rest/credentials/test'), { timeout: 15000 })
-			.catch(() => undefined);
 		await page.goto(`${n8n.url}/home/credentials/${id}`);
 		const modal = page.getByTestId('editCredential-modal');
-		await modal.waitFor();
-		await opening;
+		const failed = modal
+			.getByText('Couldn’t connect with these settings')
+			.or(modal.getByText("Couldn't connect with these settings"))
+			.first();
+		const succeeded = modal.getByText('Connection tested successfully').first();
+		/** Waits for a banner; when none shows, the error holds what the dialog shows instead. */
+		const shown = async (banner: Locator, name: string, timeout: number) =>
+			await banner.waitFor({ timeout }).catch(async () => {
+				throw new Error(
+					`no banner "${name}" in ${timeout} ms; the dialog shows:\n${await modal.innerText()}`,
+				);
+			});
+		// Opening the dialog tests the saved value: wait for its banner, or that verdict, come late,
+		// replaces the one of the value saved here (seen: "Connection tested successfully" after a
+		// wrong secret had been refused, when the first test took longer than a wait on its response).
+		await shown(failed.or(succeeded).first(), 'the saved value tested', 60000);
 		await modal.getByTestId(`parameter-input-${field}`).locator('input').first().fill(value);
 		// Saving runs n8n's credential test: read the banner it leaves, for this value's test.
 		const tested = page.waitForResponse(
@@ -580,15 +588,11 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await modal.getByTestId('credential-save-button').click();
 		const verdict = (await (await tested).json()) as { data: { status: string; message: string } };
 		if (verdict.data.status === 'OK') {
-			await modal.getByText('Connection tested successfully').waitFor({ timeout: 15000 });
+			await shown(succeeded, 'Connection tested successfully', 15000);
 			return { modal, text: 'Connection tested successfully' };
 		}
 		// n8n 2.41.1: "Couldn't connect with these settings", and the message under "More details".
-		await modal
-			.getByText('Couldn’t connect with these settings')
-			.or(modal.getByText("Couldn't connect with these settings"))
-			.first()
-			.waitFor({ timeout: 15000 });
+		await shown(failed, "Couldn't connect with these settings", 15000);
 		// The message sits under "More details": open them until it shows (the toggle may come after
 		// the banner, and a banner drawn again shows them folded).
 		const message = page.getByText(verdict.data.message).first();
