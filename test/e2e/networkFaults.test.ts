@@ -12,6 +12,7 @@ import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempJson } from '../real/instance';
+import { manualWorkflow, node } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const MEDIA = 'https://media.example.com/network-faults';
@@ -19,36 +20,13 @@ const MEDIA = 'https://media.example.com/network-faults';
 type Item = { json: Record<string, unknown> };
 
 /** Manual Trigger → one Captioning node with these parameters and credential, On Error: continue. */
-function workflow(id: string, parameters: object, credentialId: string): string {
-	return tempJson(`${id}.json`, {
-		id,
-		name: `Network faults: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1' },
-		nodes: [
-			{
-				id: `${id}-start`,
-				name: 'Start',
-				type: 'n8n-nodes-base.manualTrigger',
-				typeVersion: 1,
-				position: [0, 0],
-				parameters: {},
-			},
-			{
-				id: `${id}-captioning`,
-				name: 'Captioning',
-				type: 'n8n-nodes-captioning.captioning',
-				typeVersion: 1,
-				position: [220, 0],
-				parameters,
-				credentials: { captioningApi: { id: credentialId, name: credentialId } },
-				onError: 'continueRegularOutput',
-			},
-		],
-		connections: { Start: { main: [[{ node: 'Captioning', type: 'main', index: 0 }]] } },
-	});
-}
+const workflow = (id: string, parameters: object, credentialId: string): string =>
+	manualWorkflow(id, `Network faults: ${id}`, [
+		node(id, 'Captioning', 'n8n-nodes-captioning.captioning', 1, parameters, 220, {
+			credentials: { captioningApi: { id: credentialId, name: credentialId } },
+			onError: 'continueRegularOutput',
+		}),
+	]);
 
 describe.each(VERSIONS)('n8n %s: network faults', (version) => {
 	let n8n: N8n;

@@ -12,7 +12,8 @@ import type { HttpsReceiver } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 import type { N8n } from '../real/instance';
-import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
+import { createN8n, installN8n, tempFolder } from '../real/instance';
+import { manualWorkflow, node } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL = 'captioningRepeats';
@@ -22,49 +23,18 @@ type Item = { json: Record<string, unknown> };
 
 /** Manual Trigger → (Read a file →) Captioning with these parameters. */
 function workflow(id: string, parameters: object, readFile?: string): string {
-	const nodes: object[] = [
-		{
-			id: `${id}-start`,
-			name: 'Start',
-			type: 'n8n-nodes-base.manualTrigger',
-			typeVersion: 1,
-			position: [0, 0],
-			parameters: {},
-		},
-	];
-	if (readFile)
-		nodes.push({
-			id: `${id}-read`,
-			name: 'Read',
-			type: 'n8n-nodes-base.readWriteFile',
-			typeVersion: 1,
-			position: [220, 0],
-			parameters: { fileSelector: readFile, options: {} },
-		});
-	nodes.push({
-		id: `${id}-captioning`,
-		name: 'Captioning',
-		type: 'n8n-nodes-captioning.captioning',
-		typeVersion: 1,
-		position: [440, 0],
-		parameters,
+	const captioning = node(id, 'Captioning', 'n8n-nodes-captioning.captioning', 1, parameters, 440, {
 		credentials: { captioningApi: { id: CREDENTIAL, name: CREDENTIAL } },
 	});
-	const names = readFile ? ['Start', 'Read', 'Captioning'] : ['Start', 'Captioning'];
-	const connections = Object.fromEntries(
-		names
-			.slice(0, -1)
-			.map((name, n) => [name, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]),
-	);
-	return tempJson(`${id}.json`, {
+	const read = node(
 		id,
-		name: `Repeats: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1' },
-		nodes,
-		connections,
-	});
+		'Read',
+		'n8n-nodes-base.readWriteFile',
+		1,
+		{ fileSelector: readFile, options: {} },
+		220,
+	);
+	return manualWorkflow(id, `Repeats: ${id}`, readFile ? [read, captioning] : [captioning]);
 }
 
 describe.each(VERSIONS)('n8n %s: repeats and redirects', (version) => {

@@ -1,7 +1,8 @@
 // Workflows the e2e suites build (beside the examples users import).
 import { tempJson } from './instance';
 
-const node = (
+/** A node of workflow `id`, at x along one row. */
+export const node = (
 	id: string,
 	name: string,
 	type: string,
@@ -10,6 +11,31 @@ const node = (
 	x: number,
 	extra: object = {},
 ) => ({ id: `${id}-${name}`, name, type, typeVersion, parameters, position: [x, 0], ...extra });
+
+type Node = ReturnType<typeof node>;
+
+/** Manual Trigger → these nodes, one after the other. */
+export const manualWorkflow = (id: string, name: string, steps: Node[]): string =>
+	chainWorkflow(id, name, [node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0), ...steps]);
+
+/** A workflow file of these nodes, each connected to the next. */
+function chainWorkflow(id: string, name: string, nodes: Node[], settings: object = {}): string {
+	const names = nodes.map((n) => n.name);
+	const connections = Object.fromEntries(
+		names
+			.slice(0, -1)
+			.map((from, n) => [from, { main: [[{ node: names[n + 1], type: 'main', index: 0 }]] }]),
+	);
+	return tempJson(`${id}.json`, {
+		id,
+		name,
+		versionId: `${id}-v1`,
+		active: false,
+		settings: { executionOrder: 'v1', ...settings },
+		nodes,
+		connections,
+	});
+}
 
 /** Webhook (POST /webhook/<hook>) → n media URLs, one item each → Job → Create (On Webhook unless `wait` says) → No Operation. */
 export function batchWaitWorkflow(
@@ -21,13 +47,10 @@ export function batchWaitWorkflow(
 	settings: object = {},
 	wait: object = { waitForCompletion: 'webhook' },
 ): string {
-	return tempJson(`${id}.json`, {
+	return chainWorkflow(
 		id,
-		name: `Batch wait: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1', ...settings },
-		nodes: [
+		`Batch wait: ${id}`,
+		[
 			node(
 				id,
 				'Request',
@@ -66,11 +89,6 @@ export function batchWaitWorkflow(
 			),
 			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
 		],
-		connections: {
-			Request: { main: [[{ node: 'Media', type: 'main', index: 0 }]] },
-			Media: { main: [[{ node: 'Each', type: 'main', index: 0 }]] },
-			Each: { main: [[{ node: 'Order', type: 'main', index: 0 }]] },
-			Order: { main: [[{ node: 'Next', type: 'main', index: 0 }]] },
-		},
-	});
+		settings,
+	);
 }
