@@ -59,10 +59,10 @@ export async function withCaptions(
 			} catch (error) {
 				failed = [{ format: settings.formats.join(', '), error: error as Error }];
 			}
+			if (failed.length === 0) return item;
 			// Which formats could not be downloaded, why, and what still can.
 			const causes = failed.map(({ format, error }) => `${format.toUpperCase()}: ${error.message}`);
-			if (failed.length > 0)
-				item.json.captions_error = `The captions could not be downloaded (${causes.join('; ')}). The job is completed: Job → Get Captions can fetch them later.`;
+			item.json.captions_error = `The captions could not be downloaded (${causes.join('; ')}). The job is completed: Job → Get Captions can fetch them later.`;
 			return item;
 		}),
 	);
