@@ -58,16 +58,7 @@ export class CaptioningApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			description:
-				"Optional. Job → Create adds a token (as ?token=…) to a Webhook URL that is a Captioning Trigger's URL on this n8n, and the trigger takes only deliveries that carry it: others are refused at once, with no request to the service. Left empty, the token is derived from the API key, so the same credentials in both workflows are all it takes. Set your own (any long random text) to change it without changing the key.",
-		},
-		{
-			displayName: 'Previous Webhook Secret Token',
-			name: 'previousWebhookToken',
-			type: 'string',
-			typeOptions: { password: true },
-			default: '',
-			description:
-				'Optional. When you change the Webhook Secret Token, put the old one here: the events of jobs ordered before the change still carry it, and the trigger takes them too. Clear it once those jobs are done (a day is plenty for most). Left empty, the token derived from the API key is taken beside your own token, which covers the first time you set one.',
+				"Optional: a long random text of your own, for jobs ordered outside n8n (the dashboard, your own code), whose Webhook URL is a Captioning Trigger's Production URL followed by ?token= and this text. Jobs ordered with Job → Create need none.",
 		},
 	];
 

@@ -58,6 +58,12 @@ function controlOf(ctx, servers) {
 		forgetIdempotencyKeys() {
 			for (const ws of ctx.workspaces.values()) ws.idempotency.clear();
 		},
+		/** A new key of a workspace (`{name, access: 'full' | 'read_only', workspace: index}`): its secret, also in `keys[name]`. */
+		addKey: ctx.addKey,
+		/** Revokes a key (by its secret): its requests are answered 401 from now on. */
+		revokeKey(secret) {
+			ctx.keys.get(secret).revoked = true;
+		},
 		completeJob: ctx.jobs.completeJob,
 		cancelJob: ctx.jobs.cancelJob,
 		/**

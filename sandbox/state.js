@@ -86,8 +86,24 @@ function createState(options) {
 			keyNames[k.name] = k.secret;
 		}
 	}
+	/** A key of a workspace (by index), as the dashboard makes one; its secret. */
+	function addKey({ name, access = 'full', workspace = 0 }) {
+		const ws = [...workspaces.values()][workspace];
+		const secret = randomId(`sk_sandbox_${name}_`, 8);
+		keys.set(secret, {
+			name,
+			access,
+			secret,
+			id: crypto.randomUUID(),
+			workspace: ws,
+			readLimiter: new RateLimiter(options.rateLimits?.readPerSecond ?? Infinity),
+		});
+		keyNames[name] = secret;
+		return secret;
+	}
 	const timers = new Set();
 	const ctx = {
+		addKey,
 		options,
 		limits: { ...DEFAULT_LIMITS, ...options.limits },
 		timing: options.timing === undefined ? { queuedMs: 100, processingMs: 400 } : options.timing,

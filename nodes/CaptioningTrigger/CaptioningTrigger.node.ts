@@ -1,6 +1,7 @@
 import type {
 	IDataObject,
 	IExecuteFunctions,
+	IHookFunctions,
 	INodeExecutionData,
 	INodeType,
 	INodeTypeDescription,
@@ -8,7 +9,6 @@ import type {
 	IWebhookResponseData,
 } from 'n8n-workflow';
 import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
-import { createHash, timingSafeEqual } from 'node:crypto';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
@@ -18,8 +18,8 @@ import { eventProblem, orderedWith, STATUS_OF } from '../Captioning/model/events
 import type { Job } from '../Captioning/model/types';
 import { notInWorkspace } from '../Captioning/transport/jobs';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
-import { serviceOf } from '../Captioning/transport/service';
 import { readBackLimits, readUntilShown } from './readBack';
+import { learnTokens, takesToken } from './tokens';
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -51,7 +51,7 @@ export class CaptioningTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					"The service calls this trigger when a job that was ordered with its URL completes or is cancelled. In Captioning → Job → Create, set Options → Webhook URL to this trigger's Production URL (Webhook URLs, above), use the same credentials in both workflows, and activate this workflow. Job → Create adds the credentials' Webhook Secret Token to this URL, and this trigger refuses deliveries without it. The service only calls https:// URLs, so n8n must be reachable over HTTPS. Each job starts the workflow once. For every job of the workspace, or an n8n without public HTTPS, use the Captioning Polling Trigger.",
+					"Put this trigger's Production URL in Job → Create's Options → Webhook URL and activate this workflow (n8n must be reachable over HTTPS); for every job of the workspace, use the Captioning Polling Trigger",
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -69,12 +69,15 @@ export class CaptioningTrigger implements INodeType {
 		],
 	};
 
-	// The interface has no webhook registration endpoint: the URL travels with each order
-	// (Job → Create's Webhook URL), so there is nothing to create or delete at the service.
+	// The interface has no webhook registration endpoint: the URL travels with each order (Job →
+	// Create's Webhook URL). Activation learns the token that URL carries (tokens.ts).
 	webhookMethods = {
 		default: {
 			checkExists: async () => false,
-			create: async () => true,
+			async create(this: IHookFunctions) {
+				await learnTokens(this);
+				return true;
+			},
 			delete: async () => true,
 		},
 	};
@@ -85,9 +88,7 @@ export class CaptioningTrigger implements INodeType {
 	 * only, so every check that needs the API is the execution's (execute()).
 	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		const { acceptedTokens } = await serviceOf(this);
-		const token = (this.getQueryData() as IDataObject).token;
-		if (!acceptedTokens.some((accepted) => tokenMatches(token, accepted)))
+		if (!(await takesToken(this)))
 			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
@@ -124,12 +125,6 @@ export class CaptioningTrigger implements INodeType {
 		}
 		return [attach ? await withCaptions(this, items, attach) : items];
 	}
-}
-
-/** Compares the token in constant time (over digests, so the length leaks nothing either). */
-function tokenMatches(given: unknown, expected: string): boolean {
-	const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
-	return typeof given === 'string' && timingSafeEqual(digest(given), digest(expected));
 }
 
 /**

@@ -3,8 +3,8 @@
 // 600 and n8n's own Webhook node beside it), the service delivers each event once (as the interface promises) and allows 10 reads a
 // second. With Attach Captions (SRT, a file per job, as the templates do) every job must start one
 // run whose SRT equals the service's, written once: with the Webhook Secret Token set, and without
-// it (the token derived from the API key). Events that come 3 s before reads show their job's
-// status start their runs too; so does an event whose token was rotated after its order. A download
+// it (the token Job → Create adds). Events that come 3 s before reads show their job's
+// status start their runs too; so does an event whose own token was changed after its order. A download
 // that fails still starts the workflow, with captions_error. Answer times, reads and 429s are
 // printed: how they compare with n8n's own Webhook node is the bench's (test/real/burst.ts).
 // Versions: N8N_E2E_VERSIONS (default 2.41.1 and 1.122.5). n8n 2.x runs with
@@ -124,7 +124,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		await burstOf('triggerCaptions', BURST_CAPTIONS_WORKFLOW, BURST);
 	}, 600000);
 
-	test('20 events without a token in the credentials (derived from the API key): one run per job', async () => {
+	test('20 events with the token Job → Create adds (none in the credentials): one run per job', async () => {
 		await burstOf('triggerDerived', BURST_DERIVED_WORKFLOW, 20);
 	}, 600000);
 
@@ -132,7 +132,7 @@ describe.each(VERSIONS)('n8n %s: the webhook trigger under a burst', (version) =
 		await burstOf('triggerCaptions', BURST_CAPTIONS_WORKFLOW, 20, 3000);
 	}, 600000);
 
-	test('the token rotated between an order and its event (the old one kept as previous): the event still starts its run', async () => {
+	test('the token of its own changed between an order and its event: the event still starts its run', async () => {
 		const id = await orderOne('burst-rotated');
 		await importBurstCredentials(n8n, sb, 'rotated-token');
 		try {

@@ -45,6 +45,8 @@ export interface ServedTrigger {
 	deactivate(): Promise<void>;
 	/** The node's static data, as n8n keeps it between deliveries. */
 	staticData(): IDataObject;
+	/** Changes the Captioning API credential's fields, as a user edits the credential while the workflow is active. */
+	editCredentials(fields: IDataObject): void;
 	/** Replaces the node's saved static data (e.g. as an earlier version of the node left it). */
 	setStaticData(data: IDataObject): void;
 	/**
@@ -180,6 +182,33 @@ export async function serveTrigger(options: {
 			}
 		},
 	);
+	/** The node's webhook method `kind` in a HookContext, as n8n calls it on (de)activation. */
+	const hook = async (kind: 'create' | 'delete', activation: 'activate' | 'update') => {
+		const additionalData = additionalDataFor(options.credentials, activation);
+		const webhookData = {
+			httpMethod: 'POST',
+			node: node.name,
+			path: String(description.path),
+			webhookDescription: description,
+			workflowId,
+			workflowExecuteAdditionalData: additionalData,
+			webhookId: node.webhookId,
+		} as IWebhookData;
+		const workflow = loadWorkflow();
+		const context = new HookContext(
+			workflow,
+			node,
+			additionalData,
+			'trigger',
+			activation,
+			webhookData,
+		);
+		await options.nodeType.webhookMethods?.default?.[kind]?.call(context);
+		// n8n saves the static data once the webhooks are added (ActiveWorkflowManager.addWebhooks).
+		savedStaticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+	};
+	// Activation, as n8n activates the workflow: checkExists is false, so `create` runs.
+	await hook('create', 'activate');
 	const { key, cert } = tlsPair();
 	const server = createServer({ key, cert }, app);
 	await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -199,27 +228,8 @@ export async function serveTrigger(options: {
 			};
 		},
 		runStoredAgain: async (index) => (await execute(stored[index])) ?? [],
-		deactivate: async () => {
-			const additionalData = additionalDataFor(options.credentials, 'deactivate');
-			const webhookData = {
-				httpMethod: 'POST',
-				node: node.name,
-				path: String(description.path),
-				webhookDescription: description,
-				workflowId,
-				workflowExecuteAdditionalData: additionalData,
-				webhookId: node.webhookId,
-			} as IWebhookData;
-			const context = new HookContext(
-				loadWorkflow(),
-				node,
-				additionalData,
-				'trigger',
-				'update',
-				webhookData,
-			);
-			await options.nodeType.webhookMethods!.default!.delete!.call(context);
-		},
+		deactivate: async () => await hook('delete', 'update'),
+		editCredentials: (fields) => Object.assign(options.credentials.captioningApi, fields),
 		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
 		setStaticData: (data) => {
 			savedStaticData = { ...savedStaticData, [`node:${node.name}`]: data };

@@ -136,6 +136,10 @@ export interface Sandbox {
 			withinMs?: number;
 		},
 	): void;
+	/** A new key of a workspace (by index, default the first), as the dashboard makes one: its secret (also in `keys[name]`). */
+	addKey(key: { name: string; access?: 'full' | 'read_only'; workspace?: number }): string;
+	/** Revokes a key by its secret: answered 401 from now on. */
+	revokeKey(secret: string): void;
 	/** The service forgets every Idempotency-Key it kept. */
 	forgetIdempotencyKeys(): void;
 	/** Keeps a job out of the API's answers until showJob (a write that becomes visible late). */

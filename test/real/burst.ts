@@ -5,9 +5,9 @@
 // and to n8n's own Webhook node (which reads nothing: the floor any trigger on this n8n can reach),
 // one after the other in the same n8n. The sandbox, as the sender, times each delivery until n8n's
 // answer, and gives up on a try after 10 s (then delivers it again).
-import { createHmac } from 'node:crypto';
 import path from 'node:path';
 
+import { workspaceToken } from '../../nodes/Captioning/model/events';
 import type { Sandbox } from '../helpers/sandbox';
 import { executionsApi } from './executions';
 import type { N8n } from './instance';
@@ -27,9 +27,8 @@ const TOKEN = 'burst-token';
 export const BURST_DERIVED_WORKFLOW = 'wfBurstDerived01';
 const DERIVED_WEBHOOK_ID = '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f';
 const DERIVED_CREDENTIAL_ID = 'captioningBurstDerived';
-/** The token Job → Create adds where the credentials set none (derived from the API key). */
-const derivedToken = (apiKey: string) =>
-	createHmac('sha256', apiKey).update('captioning webhook token').digest('base64url').slice(0, 32);
+/** The sandbox's first workspace, whose token Job → Create adds to a trigger's URL. */
+const WORKSPACE_ID = '5b0e8f7e-3c57-4a51-9d3e-0c1f4a2b6d01';
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
 const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
@@ -37,11 +36,9 @@ const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
 export const BURST_CREDENTIAL_ID = 'captioningBurst';
 const CREDENTIAL_ID = BURST_CREDENTIAL_ID;
 
-/** The burst credentials: one with the token (or `rotated` to a new one, the old one kept as previous), one without. */
+/** The burst credentials: one with a token of its own (or `rotated` to a new one), one without. */
 function burstCredentials(sb: Sandbox, rotated?: string): object[] {
-	const token = rotated
-		? { webhookToken: rotated, previousWebhookToken: TOKEN }
-		: { webhookToken: TOKEN };
+	const token = { webhookToken: rotated ?? TOKEN };
 	return [
 		{
 			id: CREDENTIAL_ID,
@@ -273,7 +270,7 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	},
 	triggerDerived: {
 		workflowId: BURST_DERIVED_WORKFLOW,
-		path: `/webhook/${DERIVED_WEBHOOK_ID}/captioning?token=${derivedToken('sk_sandbox_full_7f3a9c2e5b8d1f4a')}`,
+		path: `/webhook/${DERIVED_WEBHOOK_ID}/captioning?token=${workspaceToken(WORKSPACE_ID, `/webhook/${DERIVED_WEBHOOK_ID}/captioning`)}`,
 	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },

@@ -62,6 +62,8 @@ async function start(
 		},
 		credentials: { captioningApi: { apiKey: key, baseUrl: sb.baseUrl, ...credentials } },
 	});
+	// Activation read the account (the workspace token): the tests count what deliveries send.
+	sb.resetLedger();
 	return { ...trigger, bare: trigger.url, url: `${trigger.url}?token=${TOKEN}` };
 }
 
@@ -380,40 +382,58 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 		expect((await post(t.bare, completedEvent(job.id as string, 'evt_bare'))).status).toBe(401);
 	});
 
-	test('rotated: the previous token is taken too; once a token is set, the one derived from the API key stays taken until a previous one is set', async () => {
-		const derived = (
-			await runCaptioning(
+	test('the API key rotated, the trigger on a read-only key, its own token changed, its Base URL broken: every event of a job ordered before still starts its run', async () => {
+		const t = await start({}, { webhookToken: 'first-token' }, sb.keys.readOnly);
+		/** Job → Create with the trigger's URL and this key: the job's id and the token it was sent with. */
+		const create = async (key: string, title: string) => {
+			const ordered = await runCaptioning(
 				sb,
 				{
 					resource: 'job',
 					operation: 'create',
 					source: 'url',
-					mediaUrl: MEDIA,
-					options: { webhookUrl: 'https://127.0.0.1:1/webhook/x/captioning' },
+					mediaUrl: `${MEDIA}?${title}`,
+					title,
+					options: { webhookUrl: undeliverable(t) },
 				},
-				{ webhookWaitingBaseUrl: 'https://127.0.0.1:1/webhook-waiting' },
-			)
-		).failure;
-		expect(derived).toBeUndefined();
-		const derivedToken = new URL(sb.ledger.jobs[0].body.webhook_url as string).searchParams.get(
-			'token',
-		)!;
-		let t = await start({}, { webhookToken: 'new-token' });
-		const id = await order(undeliverable(t));
-		sb.completeJob(id);
-		const withToken = (token: string) => `${t.bare}?token=${token}`;
-		expect((await post(withToken(derivedToken), completedEvent(id, 'evt_derived'))).status).toBe(
-			200,
-		);
-		await trigger!.close();
-		t = await start({}, { webhookToken: 'newer-token', previousWebhookToken: 'new-token' });
-		expect((await post(withToken('new-token'), completedEvent(id, 'evt_previous'))).status).toBe(
-			200,
-		);
-		expect((await post(withToken(derivedToken), completedEvent(id, 'evt_old'))).status).toBe(401);
-		expect((await post(withToken('newer-token'), completedEvent(id, 'evt_current'))).status).toBe(
-			200,
-		);
+				{ key, webhookWaitingBaseUrl: new URL('/webhook-waiting', undeliverable(t)).toString() },
+			);
+			expect(ordered.failure).toBeUndefined();
+			const id = ordered.items[0].json.id as string;
+			const sent = sb.ledger.jobs.find((j) => j.id === id)!.body.webhook_url as string;
+			return { id, token: new URL(sent).searchParams.get('token')! };
+		};
+		const original = sb.addKey({ name: 'original' });
+		const before = await create(original, 'before');
+		// The key is rotated: a new full key of the workspace, the old one revoked. The token stays.
+		const after = await create(sb.addKey({ name: 'rotated' }), 'after');
+		sb.revokeKey(original);
+		expect(after.token).toBe(before.token);
+		// While the events are in flight, the trigger's own token is changed and its Base URL mistyped.
+		t.editCredentials({ webhookToken: 'second-token', baseUrl: 'htp://typo' });
+		const deliveries: Array<[string, string]> = [
+			[before.id, before.token],
+			[after.id, after.token],
+			[before.id, 'first-token'],
+			[after.id, 'second-token'],
+		];
+		for (const [n, [id, token]] of deliveries.entries()) {
+			sb.completeJob(id);
+			const answer = await post(`${t.bare}?token=${token}`, completedEvent(id, `evt_k${n}`));
+			expect([n, answer.status]).toEqual([n, 200]);
+		}
+		expect(t.stored).toHaveLength(4);
+		// A replaced token of its own is taken for a week, then refused; the workspace's stays.
+		const realNow = Date.now;
+		Date.now = () => realNow() + 8 * 24 * 3600000;
+		try {
+			const late = (token: string, n: number) =>
+				post(`${t.bare}?token=${token}`, completedEvent(before.id, `evt_late${n}`));
+			expect((await late('first-token', 1)).status).toBe(401);
+			expect((await late(before.token, 2)).status).toBe(200);
+		} finally {
+			Date.now = realNow;
+		}
 	});
 
 	test("no node parameter of the package is a password field: secrets live in n8n's credentials", () => {

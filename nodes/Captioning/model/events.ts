@@ -1,6 +1,8 @@
 // The service's events (interface part 6) and the statuses they report: their shape, what is
-// final, and which webhook a job was ordered with. Imports nothing of the package.
+// final, which webhook a job was ordered with, and the token a Captioning Trigger's URL carries.
+// Imports nothing of the package.
 import type { IDataObject } from 'n8n-workflow';
+import { createHmac } from 'node:crypto';
 
 import type { Job } from './types';
 
@@ -72,3 +74,13 @@ export function orderedWith(job: Job, url: string): boolean {
 	const orderedFor = webhookOwnPath(String(job.options?.webhook_url ?? ''));
 	return orderedFor !== '' && orderedFor === webhookOwnPath(url);
 }
+
+/**
+ * The token Job → Create adds to a Captioning Trigger's URL: derived from the workspace and the
+ * trigger's own address, so that no API key, key rotation or read-only key changes it.
+ */
+export const workspaceToken = (workspaceId: string, webhookUrl: string) =>
+	createHmac('sha256', workspaceId)
+		.update(`captioning webhook token\n${webhookOwnPath(webhookUrl)}`)
+		.digest('base64url')
+		.slice(0, 32);

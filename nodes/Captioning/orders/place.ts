@@ -10,13 +10,13 @@
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
+import { workspaceToken } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
 import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
-import { serviceOf } from '../transport/service';
 import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
 import type { Order, Placed, RunOrders } from './runOrders';
 import type { OrderNames } from './keys';
@@ -93,12 +93,17 @@ function replayOf(job: Job, order: Order): Placed {
 }
 
 /**
- * A Captioning Trigger's URL on this n8n carries the credentials' Webhook Secret Token; a URL
+ * A Captioning Trigger's URL on this n8n carries its workspace token (model/events.ts); a URL
  * anywhere else never does. This n8n's webhook address (origin and path prefix) is what stands
  * before `webhook-waiting/<execution id>` in `$execution.resumeUrl`, as before
  * `webhook/<id>/captioning` in a trigger's URL: both are n8n's WEBHOOK_URL.
  */
-function withWebhookToken(ctx: IExecuteFunctions, i: number, body: CreateJobBody, token: string) {
+async function withWebhookToken(
+	ctx: IExecuteFunctions,
+	i: number,
+	body: CreateJobBody,
+	orders: RunOrders,
+): Promise<void> {
 	if (!body.webhook_url?.includes('/captioning')) return;
 	const url = new URL(body.webhook_url);
 	const resume = String(ctx.evaluateExpression('{{ $execution.resumeUrl }}', i));
@@ -112,7 +117,7 @@ function withWebhookToken(ctx: IExecuteFunctions, i: number, body: CreateJobBody
 		url.username === '' &&
 		url.password === '';
 	if (!ours || url.searchParams.has('token')) return;
-	url.searchParams.set('token', token);
+	url.searchParams.set('token', workspaceToken(await orders.workspaceId(i), address));
 	body.webhook_url = url.toString();
 }
 
@@ -124,12 +129,13 @@ async function bodyOf(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
+	orders: RunOrders,
 	savedAs: string,
 	file?: ReadFile,
 	tag?: string,
 ): Promise<CreateJobBody> {
 	const body: CreateJobBody = { ...order.body };
-	withWebhookToken(ctx, i, body, (await serviceOf(ctx, i)).webhookToken);
+	await withWebhookToken(ctx, i, body, orders);
 	if (tag) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
@@ -151,7 +157,8 @@ export async function placeOrder(
 ): Promise<Placed> {
 	const file = order.file ? await readFile(ctx, i, order, orders) : undefined;
 	const names = namesOf(ctx, order, file?.sha);
-	if (order.idempotency === 'none') return await placeWithoutKey(ctx, i, order, names.tag, file);
+	if (order.idempotency === 'none')
+		return await placeWithoutKey(ctx, i, order, orders, names.tag, file);
 	const first = orders.underWay.get(names.tag);
 	if (first) return { ...(await first), replayed: true };
 	const placing = placeKeyed(ctx, i, order, orders, names, file);
@@ -176,7 +183,7 @@ async function placeKeyed(
 	}
 	let body: CreateJobBody;
 	try {
-		body = await bodyOf(ctx, i, order, tag, file, tag);
+		body = await bodyOf(ctx, i, order, orders, tag, file, tag);
 	} catch (error) {
 		orders.unmark(mark);
 		throw error as NodeApiError;
@@ -228,6 +235,7 @@ async function placeWithoutKey(
 	ctx: IExecuteFunctions,
 	i: number,
 	order: Order,
+	orders: RunOrders,
 	tag: string,
 	file?: ReadFile,
 ): Promise<Placed> {
@@ -236,7 +244,7 @@ async function placeWithoutKey(
 	const mark = `${i}:${tag}`;
 	if (ordered[mark])
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
-	const body = await bodyOf(ctx, i, order, mark, file);
+	const body = await bodyOf(ctx, i, order, orders, mark, file);
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,

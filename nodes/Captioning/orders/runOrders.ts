@@ -8,6 +8,7 @@ import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
 import type { CheckedObject } from '../s3/object';
 import type { CreateJobBody, Job } from '../model/types';
+import { apiRequest } from '../transport';
 import type { Places } from '../transport/places';
 import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
 import { jobPages } from '../transport/jobs';
@@ -52,6 +53,7 @@ export class RunOrders {
 	private readonly removals: Array<Promise<unknown>> = [];
 	private fileSlots: Places | undefined;
 	private readonly wholeFileSlot: Places;
+	private account: Promise<string> | undefined;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
 		this.store = ProcessedStore.of(ctx);
@@ -82,6 +84,14 @@ export class RunOrders {
 			await reads.close();
 			release();
 		}
+	}
+
+	/** The id of the credentials' workspace, read once for the run (a trigger URL's token). */
+	async workspaceId(i: number): Promise<string> {
+		this.account ??= apiRequest<{ workspace: { id: string } }>(this.ctx, 'GET', '/account', {
+			itemIndex: i,
+		}).then(({ body }) => body.workspace.id);
+		return await this.account;
 	}
 
 	/** Marks that this node sends it (a tag, a file's probe) now; whether it may have been marked before (one write). */

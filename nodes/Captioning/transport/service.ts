@@ -6,7 +6,7 @@ import type {
 	IPollFunctions,
 	IWebhookFunctions,
 } from 'n8n-workflow';
-import { createHash, createHmac } from 'node:crypto';
+import { createHash } from 'node:crypto';
 
 import type { KeyRateLimits } from './places';
 import { rateLimitsFor } from './places';
@@ -32,15 +32,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 interface Service {
 	baseUrl: string;
 	rateLimits: KeyRateLimits;
-	/** The Webhook Secret Token: the credentials' own, or (left empty) one derived from the API key. */
-	webhookToken: string;
-	/** The tokens a Captioning Trigger takes: this one and the previous one (see `previousToken`). */
-	acceptedTokens: string[];
 }
-
-/** The token derived from an API key: the same for every credential with that key, and no key in it. */
-const tokenOf = (apiKey: string) =>
-	createHmac('sha256', apiKey).update('captioning webhook token').digest('base64url').slice(0, 32);
 
 const services = new WeakMap<object, Map<number, Promise<Service>>>();
 
@@ -73,18 +65,7 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 		);
 	const apiKey = String(credentials.apiKey ?? '');
 	const keyDigest = createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex');
-	const ownToken = String(credentials.webhookToken ?? '');
-	const webhookToken = ownToken || tokenOf(apiKey);
-	// The token before the current one is taken too, so that the events of jobs ordered before a
-	// change start their runs: the Previous Webhook Secret Token, or where it is empty and a token is
-	// set, the one derived from the API key (the token in use before one was set).
-	const previous = String(credentials.previousWebhookToken ?? '') || (ownToken && tokenOf(apiKey));
-	return {
-		baseUrl,
-		rateLimits: rateLimitsFor(keyDigest),
-		webhookToken,
-		acceptedTokens: previous ? [webhookToken, previous] : [webhookToken],
-	};
+	return { baseUrl, rateLimits: rateLimitsFor(keyDigest) };
 }
 
 /** The text as an http(s) URL; undefined when it is none. */
