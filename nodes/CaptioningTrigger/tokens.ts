@@ -3,6 +3,7 @@
 // credentials' own Webhook Secret Token, a replaced one for a week more. A delivery is decided by
 // its token alone: no request, and no credential problem can refuse a token already known.
 import type { IDataObject, IHookFunctions, IWebhookFunctions } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import { workspaceToken } from '../Captioning/model/events';
@@ -45,7 +46,11 @@ export async function learnTokens(ctx: IHookFunctions): Promise<void> {
 		if (!tokens.workspace?.includes(digest))
 			tokens.workspace = [digest, ...(tokens.workspace ?? [])].slice(0, 5);
 	} catch (error) {
-		if (!tokens.workspace?.length) throw error;
+		if (!tokens.workspace?.length)
+			throw new NodeOperationError(ctx.getNode(), error as Error, {
+				description:
+					'When its workflow is activated, the Captioning Trigger reads the account once, to learn the token of its workspace. Check the credentials, then activate the workflow again.',
+			});
 	}
 	rememberOwn(tokens, String((await ctx.getCredentials(CREDENTIAL_NAME)).webhookToken ?? ''));
 }
