@@ -204,7 +204,10 @@ export interface RunOptions {
 	onStart?: (cancel: () => void) => void;
 	/** Goes on with a saved execution (a waiting one, as n8n resumes it) instead of starting anew. */
 	resumeFrom?: IRunExecutionData;
-	/** The workflow's static data as saved (n8n loads it when the execution starts). */
+	/**
+	 * The workflow's static data as saved (n8n loads it when the execution starts). Unset: what the
+	 * last production execution of `workflowId` left, and this one's is kept the same way.
+	 */
 	staticData?: IDataObject;
 }
 
@@ -221,6 +224,9 @@ export interface RunResult {
 }
 
 let executionCounter = 0;
+
+/** Each workflow's static data as n8n saved it: after production executions, never a manual one. */
+const savedStaticData = new Map<string, IDataObject>();
 
 /** What n8n hands a node's context besides the workflow: URLs, credentials, hooks, request objects. */
 export function additionalDataFor(
@@ -276,7 +282,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		active: false,
 		nodeTypes,
 		settings: {},
-		staticData: structuredClone(options.staticData ?? {}),
+		staticData: structuredClone(options.staticData ?? savedStaticData.get(workflowId) ?? {}),
 	});
 	const hooks = new ExecutionLifecycleHooks(options.mode ?? 'manual', executionId, {
 		id: workflowId,
@@ -326,6 +332,9 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 	options.onStart?.(() => running.cancel());
 	const run = await done;
 	await running.catch(() => undefined);
+	const staticData = JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject;
+	if (options.staticData === undefined && (options.mode ?? 'manual') !== 'manual')
+		savedStaticData.set(workflowId, staticData);
 	return {
 		run,
 		output(nodeName, outputIndex = 0) {
@@ -338,7 +347,7 @@ export async function runWorkflow(options: RunOptions): Promise<RunResult> {
 		contextData() {
 			return structuredClone(run.data.executionData?.contextData ?? {});
 		},
-		staticData: JSON.parse(JSON.stringify(workflow.staticData)) as IDataObject,
+		staticData,
 	};
 }
 

@@ -398,7 +398,7 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 				sb.injectFault('POST /jobs', { status: 500, code: 'internal_error', times: 1000 });
 			const first = await runCaptioning(sb, create(), { input: urls([url]), workflowId });
 			expect(first.failure).toMatchObject({ httpCode: '500' });
-			expect(first.failure!.description).toMatch(/may have been placed/);
+			expect(first.failure!.description).toMatch(/a job may exist and be charged/);
 			expect(first.failure!.description).not.toMatch(/Run again in a little while\.$/);
 			sb.clearFaults();
 			sb.forgetIdempotencyKeys();

@@ -6,10 +6,12 @@
 //    for its turn under the key's rate limits (transport/places.ts).
 // 3. Each item ends as its outputs or one error item, in input order, paired with its input.
 //    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
-//    error names the items already ordered, with their job ids.
+//    error names the items already ordered, with their job ids; a failure that sent nothing and
+//    concerns its item alone (ItemOnlyError) lets the others go on, and is thrown once they are done.
 import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
+import { ItemOnlyError } from '../transport/errors';
 import { BatchStopped, DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
 import { batchOf, withOrdered } from './batchState';
 import type { NodeError } from './errorItems';
@@ -81,7 +83,7 @@ async function runItems(
 	const limit = runPlaces(ctx, concurrency);
 	runConcurrency.set(ctx, limit);
 	const outputs: INodeExecutionData[][] = [];
-	const run: { failure?: NodeError } = {};
+	const run: { failure?: NodeError; itemFailure?: NodeError } = {};
 	const failure = () => run.failure;
 	/** One step of an item: a failure is its error item, or (without Continue On Fail) stops the batch. */
 	const step = async <T>(i: number, work: () => Promise<T>): Promise<{ value: T } | undefined> => {
@@ -91,6 +93,7 @@ async function runItems(
 			if (error instanceof BatchStopped) return undefined;
 			const nodeError = asNodeError(ctx, error, i);
 			if (ctx.continueOnFail()) outputs[i] = [errorItem(ctx, nodeError, i)];
+			else if (error instanceof ItemOnlyError) run.itemFailure ??= nodeError;
 			else if (!run.failure) {
 				run.failure = nodeError;
 				limit.stop();
@@ -123,7 +126,8 @@ async function runItems(
 		}),
 	);
 	await batch.orders.settled();
-	if (failure()) throw withOrdered(failure()!, batch);
+	const failed = failure() ?? run.itemFailure;
+	if (failed) throw withOrdered(failed, batch);
 	const result = outputs.flatMap((o) => o ?? []);
 	await batch.afterRun?.(result);
 	return result;

@@ -1,24 +1,25 @@
 // Placing an order once (docs/paying-once.md). A keyed order has one name, its tag (orders/keys.ts),
-// carried in its metadata: the service's job list is the record of what was ordered. A first order
-// looks nothing up (n8n's deduplication store says this node never sent it) and its POST carries
-// the Idempotency-Key, which the service is relied on to keep only for that request's own retries.
-// A repeat (Retry On Fail, the execution's Retry, a re-run, a schedule) looks for the earlier job
-// among the newest jobs and gets it back without a second POST; where it is not found, the order
-// may have been placed all the same, so the repeat stops with an error and never pays again. A file
-// is read (probed, hashed, uploaded) within the run's Concurrency; the node context keeps, by tag,
-// what a Retry needs (the upload of a file order), never the order itself.
+// carried in its metadata. A first order looks nothing up (n8n's deduplication store says this node
+// never sent it) and its POST carries the Idempotency-Key. What became of it is recorded by tag
+// (runOrders.ts): its job's id, or when it was sent with an outcome still unknown. A repeat (Retry
+// On Fail, the execution's Retry, a re-run, a schedule) reads the job its record names, else looks
+// for its tag among the newest jobs; an unknown outcome a few minutes old is sent again with its
+// key, which the service replays if it was placed. Where none of that settles it, the order may
+// have been placed all the same: that item stops with an error and never pays again, the others go
+// on. A file is read (probed, hashed, uploaded) within the run's Concurrency; the node context
+// keeps, by tag, what a Retry needs (the upload of a file order).
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
 import { workspaceToken } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
-import { apiRequest } from '../transport';
+import { apiRequest, KEY_RELIED_ON_MS } from '../transport';
 import { uploadFile } from '../transport/files';
-import { readJob } from '../transport/jobs';
+import { notInWorkspace, readJob } from '../transport/jobs';
 import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
 import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
-import type { Order, Placed, RunOrders } from './runOrders';
+import type { Order, OrderRecord, Placed, RunOrders } from './runOrders';
 import type { OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
 
@@ -174,12 +175,14 @@ async function placeKeyed(
 	{ key, tag, named, media, custom }: OrderNames,
 	file?: ReadFile,
 ): Promise<Placed> {
-	const thisOrder = (job: Job) => job.metadata?.[ORDER_TAG] === tag;
 	const mark = `order ${tag}`;
-	if (await orders.markSent(mark)) {
-		const earlier = await orders.earlier(thisOrder);
+	const record = orders.recordOf(tag);
+	if (await orders.markSent(mark, record !== undefined)) {
+		const earlier = await earlierJob(ctx, i, orders, tag, record);
 		if (earlier) return replayOf(earlier, order);
-		throw notFound(ctx, i, named, tag);
+		// Sent moments ago with an unknown outcome: sent again with its key, which replays it if placed.
+		if (!(typeof record === 'number' && Date.now() - record < KEY_RELIED_ON_MS))
+			throw notFound(ctx, i, named, tag);
 	}
 	let body: CreateJobBody;
 	try {
@@ -189,21 +192,56 @@ async function placeKeyed(
 		throw error as NodeApiError;
 	}
 	let unknown = false;
+	const unknownOutcome = () => {
+		unknown = true;
+		if (typeof orders.recordOf(tag) !== 'number') orders.record(tag, Date.now());
+	};
 	try {
-		return await post(ctx, i, body, key, () => (unknown = true));
+		const placed = await post(ctx, i, body, key, unknownOutcome);
+		orders.record(tag, placed.job.id);
+		return placed;
 	} catch (error) {
 		// Every attempt refused in so many words (a 4xx, 429 or 503) or never sent (the batch stopped
-		// first, the host unreachable): nothing was ordered. Any other outcome may be a placed order,
-		// and its mark stays, so that a repeat looks for it first. A 409 names an earlier order.
-		if (!unknown && !isConflict(error)) orders.unmark(mark);
+		// first, n8n refused it, the host unreachable): nothing was ordered, and a repeat orders it.
+		// Any other outcome may be a placed order: its mark and record stay. A 409 names an earlier order.
+		if (!unknown && !isConflict(error)) {
+			orders.unmark(mark);
+			orders.record(tag, undefined);
+		}
 		if (unknown && !isConflict(error)) throw mayBePlaced(error);
 		if (!isConflict(error)) throw error as NodeApiError;
 		// The key's earlier order differs from this body only in what this execution has (its On
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
-		const earlier = await orders.earlier(thisOrder, true);
+		const earlier = await orders.earlier(taggedWith(tag), true);
 		if (earlier) return replayOf(earlier, order);
 		throw explainConflict(error, media, custom ? key : undefined);
 	}
+}
+
+/** Whether a job is the order of this tag. */
+const taggedWith = (tag: string) => (job: Job) => job.metadata?.[ORDER_TAG] === tag;
+
+/**
+ * The job of an order this node may have sent before: the one its record names (one read), else
+ * the one its tag names among the newest jobs. Recorded, so that the next repeat reads it directly.
+ */
+async function earlierJob(
+	ctx: IExecuteFunctions,
+	i: number,
+	orders: RunOrders,
+	tag: string,
+	record: OrderRecord | undefined,
+): Promise<Job | undefined> {
+	const read =
+		typeof record === 'string'
+			? await readJob(ctx, record, { itemIndex: i }).catch((error: unknown) => {
+					if (notInWorkspace(error)) return undefined;
+					throw error as NodeApiError;
+				})
+			: undefined;
+	const earlier = read ?? (await orders.earlier(taggedWith(tag)));
+	if (earlier) orders.record(tag, earlier.id);
+	return earlier;
 }
 
 /** POST /jobs with the key. */
@@ -245,14 +283,16 @@ async function placeWithoutKey(
 	if (ordered[mark])
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
 	const body = await bodyOf(ctx, i, order, orders, mark, file);
+	let unknown = false;
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			itemIndex: i,
+			onUnknownOutcome: () => (unknown = true),
 		});
 		ordered[mark] = response.body.id;
 		return { job: response.body, replayed: false };
 	} catch (error) {
-		throw maybeOrdered(error, body);
+		throw unknown ? maybeOrdered(error, body) : error;
 	}
 }

@@ -9,17 +9,8 @@ import type { Order } from './runOrders';
 import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
 import { PAGE_SIZE } from '../transport/jobs';
-import { refuse } from '../transport/errors';
-import { unknownOutcome } from '../transport';
-
-/**
- * Whether the service refused in so many words: an HTTP status other than 500, 502 or 504, which do
- * not say whether the job was created (n8n names a network failure's code as httpCode too).
- */
-function refused(error: unknown): boolean {
-	const status = String((error as NodeApiError).httpCode ?? '');
-	return /^\d{3}$/.test(status) && !unknownOutcome(Number(status));
-}
+import { ItemOnlyError } from '../transport/errors';
+import { KEY_RELIED_ON_MS } from '../transport';
 
 /**
  * A keyed order none of whose attempts was refused may have been placed: the error says so, and
@@ -28,7 +19,7 @@ function refused(error: unknown): boolean {
 export function mayBePlaced(error: unknown): unknown {
 	if (!(error instanceof NodeApiError)) return error;
 	error.description =
-		`${error.description ?? ''} No answer said the order was refused, so it may have been placed: a job may exist and be charged. A repeat (Retry, a new run) looks for it first and never pays twice; where it is not found, the repeat stops and names it.`.trim();
+		`${error.description ?? ''} No answer said the order was placed or refused, so a job may exist and be charged. A repeat within ${KEY_RELIED_ON_MS / 60000} minutes sends it again with the same key, which the service replays if it was placed; a later one looks for the job first, and never pays twice.`.trim();
 	return error;
 }
 
@@ -37,7 +28,7 @@ export function mayBePlaced(error: unknown): unknown {
  * placed: it is not sent again (that could pay twice), and the error says how to find the job.
  */
 export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
-	if (!(error instanceof NodeApiError) || refused(error)) return error;
+	if (!(error instanceof NodeApiError)) return error;
 	const named = [
 		body.title ? `the title "${body.title}"` : '',
 		body.metadata && Object.keys(body.metadata).length > 0
@@ -59,16 +50,19 @@ const orderAgain =
 	'To order it again on purpose, set Idempotency to Custom Key with a key not used before (e.g. its file ID followed by -v2).';
 
 /**
- * A repeat whose earlier order was not found: this node may have placed it (its mark is in n8n's
- * deduplication store), but it is not among the newest jobs read, so the node cannot tell, and
- * does not order again (the service keeps an Idempotency-Key only for a while).
+ * A repeat whose earlier order is not settled: this node may have placed it (its mark is in n8n's
+ * deduplication store), but no record names its job and it is not among the newest jobs read, so
+ * the node cannot tell, and does not order again (the service keeps an Idempotency-Key only for a
+ * while). It stops this item alone.
  */
 export function notFound(ctx: IExecuteFunctions, i: number, named: string, tag: string): never {
-	refuse(
-		ctx,
-		i,
+	throw new ItemOnlyError(
+		ctx.getNode(),
 		`The order ${named} may have been placed before, and was not found`,
-		`This node sent this order before (${ORDER_TAG} ${tag}), but no job with that tag is among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs of the workspace (older, or not listed yet). Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
+		{
+			itemIndex: i,
+			description: `This node sent this order before (${ORDER_TAG} ${tag}), but did not learn its job, and no job with that tag is among the newest ${LOOKUP_PAGES * PAGE_SIZE} jobs of the workspace. Nothing was ordered now, so nothing was charged twice. Look for the job with Job → Get Many (Filters → Metadata Key ${ORDER_TAG}, Metadata Value ${tag}, Return All). ${orderAgain}`,
+		},
 	);
 }
 

@@ -2,7 +2,7 @@
 // newest jobs of the workspace read for a repeat's lookup (one scan for the whole run),
 // Concurrency for the files it reads, and the orders under way, so that equal orders of a batch
 // are one POST.
-import type { IExecuteFunctions } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
@@ -21,6 +21,15 @@ import { ProcessedStore } from '../transport/processedStore';
  * list, an order is not found, and the repeat stops rather than pay again.
  */
 export const LOOKUP_PAGES = 10;
+
+/**
+ * What this node knows of an order it sent, by its tag: its job's id, or, while the outcome is
+ * unknown (no answer said it was placed or refused), when it was first sent (ms).
+ */
+export type OrderRecord = string | number;
+
+/** The most orders the workflow keeps records of, the oldest going first (n8n saves static data whole). */
+const KEPT_RECORDS = 5000;
 
 /** An item's order, checked and ready: nothing has been sent yet. */
 export interface Order {
@@ -94,9 +103,41 @@ export class RunOrders {
 		return await this.account;
 	}
 
-	/** Marks that this node sends it (a tag, a file's probe) now; whether it may have been marked before (one write). */
-	async markSent(mark: string): Promise<boolean> {
-		return (await this.store?.record(mark)) ?? true;
+	/**
+	 * Marks that this node sends it (a tag, a file's probe) now; whether it may have been marked
+	 * before (one write). Without n8n's store (an AI Agent's tool call), `unstored` answers.
+	 */
+	async markSent(mark: string, unstored = true): Promise<boolean> {
+		return this.store ? ((await this.store.record(mark)) ?? true) : unstored;
+	}
+
+	/**
+	 * The records of this node's orders: the node context's (a Retry copies them), then the
+	 * workflow's static data (later executions read them; n8n saves it after production executions).
+	 */
+	private records(): Array<Record<string, OrderRecord>> {
+		const context = this.ctx.getContext('node') as IDataObject;
+		const workflow = this.ctx.getWorkflowStaticData('node');
+		return [(context.captioningOrderRecords ??= {}), (workflow.orderRecords ??= {})] as Array<
+			Record<string, OrderRecord>
+		>;
+	}
+
+	/** What this node knows of the order of this tag, if anything. */
+	recordOf(tag: string): OrderRecord | undefined {
+		return this.records()
+			.map((records) => records[tag])
+			.find((record) => record !== undefined);
+	}
+
+	/** Records what became of the order of this tag (undefined: nothing was placed), as the newest. */
+	record(tag: string, record: OrderRecord | undefined): void {
+		for (const records of this.records()) {
+			delete records[tag];
+			if (record !== undefined) records[tag] = record;
+			const tags = Object.keys(records);
+			for (const old of tags.slice(0, Math.max(0, tags.length - KEPT_RECORDS))) delete records[old];
+		}
 	}
 
 	/**

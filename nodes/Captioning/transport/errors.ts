@@ -131,6 +131,9 @@ export function apiError(
 	return error;
 }
 
+/** A failure that sent nothing and concerns its own item alone: the rest of the batch goes on. */
+export class ItemOnlyError extends NodeOperationError {}
+
 /** Refuses an item's input before any request: the field and the rule in the message, the fix in the description. */
 export function refuse(
 	ctx: Pick<IExecuteFunctions, 'getNode'>,

@@ -2,15 +2,15 @@
 // the key's rate limits and the retries of retries.ts, and errors mapped once (errors.ts).
 import type { IDataObject, IHttpRequestMethods, IN8nHttpFullResponse } from 'n8n-workflow';
 
-import { cancelSignal, sendWithRetries } from './retries';
+import { cancelSignal, KEY_RELIED_ON_MS, sendWithRetries } from './retries';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
 import { hideSecrets } from './secrets';
 import { sleep } from './sleep';
-import { networkCodeOf } from './unanswered';
+import { mayHaveReached } from './unanswered';
 
 export type { ApiContext };
-export { cancelSignal, CREDENTIAL_NAME, sendWithRetries, sleep };
+export { cancelSignal, CREDENTIAL_NAME, KEY_RELIED_ON_MS, sendWithRetries, sleep };
 
 interface ApiRequestOptions {
 	body?: IDataObject;
@@ -27,9 +27,6 @@ interface ApiRequestOptions {
 
 /** Answers that do not say whether the request was carried out (shared/DESIGN.md: 500, 502, 504). */
 export const unknownOutcome = (status: number) => status >= 500 && status !== 503;
-
-/** Failures of a connection that never reached the host: nothing was sent. */
-const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
 
 /** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
 export async function apiRequest<T>(
@@ -70,7 +67,7 @@ export async function apiRequest<T>(
 					if (unknownOutcome(response.statusCode)) options.onUnknownOutcome?.();
 				},
 				(error: unknown) => {
-					if (!NEVER_REACHED.includes(networkCodeOf(error) ?? '')) options.onUnknownOutcome?.();
+					if (mayHaveReached(error)) options.onUnknownOutcome?.();
 				},
 			);
 			return (await attempt) as IN8nHttpFullResponse;

@@ -33,6 +33,12 @@ const RETRY = {
 	maxTurnWaitMs: 5 * 60000,
 };
 
+/**
+ * How long after its first try an Idempotency-Key is relied on (shared/DESIGN.md: for the retries
+ * of one request): the longest a request's tries go on.
+ */
+export const KEY_RELIED_ON_MS = RETRY.maxTurnWaitMs;
+
 export interface SendOptions {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;

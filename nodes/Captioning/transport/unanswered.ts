@@ -56,6 +56,18 @@ export function networkCodeOf(cause: unknown): string | undefined {
 		.find((c): c is string => typeof c === 'string' && NETWORK_CODE.test(c));
 }
 
+/** Failures of a connection that never reached the host. */
+const NEVER_REACHED = ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN'];
+
+/**
+ * Whether a request that got no answer may have reached the service: anything but a request n8n
+ * refused to send, a certificate the connection refused, or a host that could not be reached.
+ */
+export const mayHaveReached = (cause: unknown) =>
+	!NEVER_REACHED.includes(networkCodeOf(cause) ?? '') &&
+	!certificateProblem(cause) &&
+	!refusedByN8n(cause);
+
 /** Whether n8n refused to send the request: a user's error of n8n's (its SSRF policy, n8n 2.x), here or wrapped. */
 export const refusedByN8n = (cause: unknown) =>
 	chain(cause).some((level) => level instanceof UserError);
