@@ -10,11 +10,8 @@ import type { NodeError } from './errorItems';
 export interface RunNotes {
 	/** Get Many with a Metadata or Title filter that read the job list to its end. */
 	wholeHistory?: { read: number; matched: number };
-	/**
-	 * Job → Create's On Webhook waited in place, and why: a sub-workflow (`subWorkflow`), an item
-	 * that failed, a job another execution ordered, or an item its job's URL does not name.
-	 */
-	webhookInPlace?: 'subWorkflow' | 'failed' | 'elsewhere' | 'unnamed';
+	/** Job → Create's On Webhook waited in place, and why: a sub-workflow, or a job another execution ordered. */
+	webhookInPlace?: 'subWorkflow' | 'elsewhere';
 }
 
 /** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
@@ -27,8 +24,6 @@ class Batch {
 	readonly replays = new Set<string>();
 	/** On Webhook jobs another execution ordered: their events go to its URL, not this one's. */
 	readonly orderedElsewhere = new Set<string>();
-	/** On Webhook: the items of each order of the run (orders/runOrders.ts `group`). */
-	readonly webhookItems = new Map<string, number[]>();
 	/** On Webhook: each item's Timeout (minutes). */
 	readonly webhookTimeouts = new Map<number, number>();
 	readonly notes: RunNotes = {};

@@ -50,12 +50,8 @@ function inPlaceHint(reason: NonNullable<RunNotes['webhookInPlace']>): NodeExecu
 	const why = {
 		subWorkflow:
 			"this workflow ran as a sub-workflow, and n8n 1.x hands a parent that waits for it its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.",
-		failed:
-			'an item of the batch failed (Continue On Fail), and a resume from the events can hand on only the jobs.',
 		elsewhere:
 			'some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution.',
-		unnamed:
-			"two items turned out to be one order only once it was placed (the same file under two names), so the order's Webhook URL does not name both.",
 	}[reason];
 	return {
 		message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: ${why}`,

@@ -14,7 +14,7 @@ import type { Order } from './runOrders';
 const KEY_RULE = /^[!-~]{1,255}$/;
 
 /** JSON with sorted keys: the same order twice gives the same text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
 	if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
 	if (value && typeof value === 'object') {
 		return `{${Object.keys(value)
@@ -28,7 +28,7 @@ export function canonicalJson(value: unknown): string {
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The body without its Webhook URL (an On Webhook order's is the execution's own resume URL). */
-export function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
+function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
 	const rest = { ...body };
 	delete rest.webhook_url;
 	return rest;

@@ -42,8 +42,6 @@ export interface Order {
 	wait: 'none' | 'poll' | 'webhook';
 	interval: number;
 	timeout: number;
-	/** On Webhook: the items of the run that place this same order (named in its Webhook URL). */
-	group?: string;
 }
 
 export interface Placed {

@@ -1,8 +1,10 @@
 // On Webhook's resume (waiting/webhook.ts orders and sleeps): each event of a waiting execution.
-// While a job ordered with this execution's URL is open, the event is answered and the execution
-// sleeps on; once none is, the batch is read back from the job list (each job's URL names its
-// items) and handed on, paired with the items. What decides is always the batch as read last: the
-// first pages of the open lists only spare that read while a job is plainly still open.
+// The execution's input is its items as ordered, so an event is checked against the jobs it waits
+// for, and the batch is read by their ids. While a job of the batch is open, the event is answered
+// and the execution sleeps on (its own event resumes it); once every job shows final, the execution
+// resumes with the jobs as read, paired with their items. An event that comes before reads show its
+// job's status is answered at once (a sender waits seconds), then its job is read again until it
+// shows, and the batch decided then.
 import type {
 	IDataObject,
 	INodeExecutionData,
@@ -12,64 +14,18 @@ import type {
 
 import { respond } from '../events/respond';
 import type { CaptioningEvent } from '../model/events';
-import {
-	EVENT_OF_STATUS,
-	eventProblem,
-	isFinal,
-	orderedWith,
-	STATUS_OF,
-	webhookOwnPath,
-} from '../model/events';
+import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { Job } from '../model/types';
-import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
+import { jobPages, notInWorkspace, PAGE_SIZE, readJob, readJobsSettled } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
-import { itemsOf } from './webhook';
 
-/** The jobs ordered with this execution's URL, by the items their URLs name, and the batch's size. */
-interface ReadBack {
-	byItem: Map<number, Job>;
-	of: number;
+/** The items the execution waits with, as ordered (jobs, and error items of failed ones), in item order. */
+function waitingItems(ctx: IWebhookFunctions): INodeExecutionData[] {
+	return ctx.evaluateExpression('{{ $input.all() }}', 0) as unknown as INodeExecutionData[];
 }
 
-const complete = ({ byItem, of }: ReadBack) => of > 0 && byItem.size >= of;
-
-/**
- * The batch, read back from the job list: the job of each of its items, until the jobs ordered with
- * this execution's URL name all of them, or a few pages past what the batch holds.
- */
-async function readBatch(ctx: IWebhookFunctions, path: string): Promise<ReadBack> {
-	const read: ReadBack = { byItem: new Map(), of: 0 };
-	let pages = 0;
-	for await (const page of jobPages(ctx)) {
-		for (const job of page.filter((j) => orderedWith(j, path))) {
-			const named = itemsOf(job.options?.webhook_url);
-			read.of ||= named.of;
-			for (const item of named.items) read.byItem.set(item, job);
-		}
-		// The batch was ordered together: past a few pages more than it holds, the rest is not there.
-		if (complete(read) || ++pages >= Math.ceil(Math.max(read.of, 1) / 100) + 10) break;
-	}
-	return read;
-}
-
-/** The batch's items with their jobs, in item order, as the node's output. */
-function outputOf(read: ReadBack, event: CaptioningEvent): INodeExecutionData[] {
-	return [...read.byItem.keys()]
-		.sort((a, b) => a - b)
-		.map((item): INodeExecutionData => {
-			const job = read.byItem.get(item)!;
-			return {
-				json: {
-					...(job as unknown as IDataObject),
-					// Equal items share one order: the first ordered it, the others replayed it.
-					idempotent_replayed: itemsOf(job.options?.webhook_url).items[0] !== item,
-					event_type: EVENT_OF_STATUS[job.status],
-					event_id: job.id === event.data.id ? event.id : null,
-				},
-				pairedItem: { item },
-			};
-		});
-}
+const jobOf = (item: INodeExecutionData) =>
+	item.json.object === 'job' ? (item.json as unknown as Job) : undefined;
 
 /** The answer to an event that leaves the execution sleeping. */
 const sleepOn = (): IWebhookResponseData => ({
@@ -77,71 +33,89 @@ const sleepOn = (): IWebhookResponseData => ({
 });
 
 /**
- * What the jobs read now make of an event: the execution resumes with the batch; it sleeps on while
- * another job of the batch is open (its own event resumes the execution); the event is refused when
- * its job is not in the workspace, or was not ordered with this execution's URL. Undefined while
- * the event's job, or the batch, does not show final yet (or could not be read): read again.
+ * What reads make of an event of a job of the batch, once its own job shows final (a job no longer
+ * in the workspace counts as done): the execution sleeps on while another job of the batch is open
+ * (that job's own event decides later), and resumes with the batch once every job shows final.
+ * Undefined while its own job does not show final yet, or the jobs could not be read: decide later.
+ * The first pages of the processing and queued lists come first: where one holds another job of
+ * the batch, the event's own job is all there is left to read.
  */
 async function answerTo(
 	ctx: IWebhookFunctions,
+	items: INodeExecutionData[],
 	event: CaptioningEvent,
-	path: string,
 ): Promise<IWebhookResponseData | undefined> {
-	let read: ReadBack;
-	let own: Job | undefined;
+	const jobs = items.map(jobOf).filter((job): job is Job => job !== undefined);
+	const gone = (job: Job | Error) => job instanceof Error && notInWorkspace(job);
+	const done = (job: Job | Error) => (job instanceof Error ? gone(job) : isFinal(job));
 	try {
-		// A job ordered with this execution's URL that the first page of an open list shows.
-		for (const status of ['processing', 'queued'] as const) {
+		let whole = true;
+		for (const status of jobs.length > 1 ? (['processing', 'queued'] as const) : []) {
 			const page = (await jobPages(ctx, { status }).next()).value || [];
-			const open = page.find((job: Job) => orderedWith(job, path));
-			if (open) return open.id === event.data.id ? undefined : sleepOn();
+			if (page.some((job: Job) => job.id === event.data.id)) return undefined;
+			whole &&= page.length < PAGE_SIZE;
+			if (!page.some((job: Job) => jobs.some((mine) => mine.id === job.id))) continue;
+			// Not in the open lists' first pages: while they are whole, its own job is not open.
+			if (whole && status === 'queued') return sleepOn();
+			const own = await readJob(ctx, event.data.id).catch((error: Error) => error);
+			return done(own) ? sleepOn() : undefined;
 		}
-		read = await readBatch(ctx, path);
-		// A job of the batch still open (on a later page of its list, or it moved on since): its own
-		// event resumes the execution.
-		const stillOpen = [...read.byItem.values()].find((job) => !isFinal(job));
-		if (stillOpen && stillOpen.id !== event.data.id) return sleepOn();
-		own = [...read.byItem.values()].find((job) => job.id === event.data.id);
-		own ??= await readJob(ctx, event.data.id);
-	} catch (error) {
-		if (!notInWorkspace(error)) return undefined;
+		const read = await readJobsSettled(ctx, jobs);
+		const all = [...read.values()];
+		if (!done(read.get(event.data.id)!) || all.some((job) => job instanceof Error && !gone(job)))
+			return undefined;
+		if (!all.every(done)) return sleepOn();
+		return { workflowData: [items.map((item) => resumed(item, read, event))] };
+	} catch {
+		return undefined;
 	}
-	if (!own || !orderedWith(own, path))
-		return respond(ctx, 403, {
-			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
-		});
-	const shown =
-		own.status === STATUS_OF[event.type] &&
-		complete(read!) &&
-		[...read!.byItem.values()].every(isFinal);
-	return shown ? { workflowData: [outputOf(read!, event)] } : undefined;
 }
 
-/** How long an event waits in its request for reads to show what it reports (it may come first). */
-const RESUME_WAIT_MS = 2 * 60000;
+/** An item of the resumed batch: its job as read (with the event's id for the event's own job), or the item as it was. */
+function resumed(
+	item: INodeExecutionData,
+	read: Map<string, Job | Error>,
+	event: CaptioningEvent,
+): INodeExecutionData {
+	const job = read.get(jobOf(item)?.id ?? '');
+	if (!job || job instanceof Error) return item;
+	return {
+		json: {
+			...(job as unknown as IDataObject),
+			idempotent_replayed: item.json.idempotent_replayed,
+			event_type: EVENT_OF_STATUS[job.status],
+			event_id: job.id === event.data.id ? event.id : null,
+		},
+		pairedItem: item.pairedItem,
+	};
+}
 
 /**
- * Resumes an execution waiting in Job → Create (On Webhook). n8n checks the resume token in the
- * URL. While a job ordered with this execution's URL is open, the event is taken and the execution
- * sleeps on (a read or two an event, whatever the batch's size); once none is, the batch is read
- * back, the event's job must back it up (in the workspace, with the status the event says, ordered
- * with this URL), and the execution resumes with the jobs, paired with their items. An event that
- * comes before reads show its job final waits in its request and reads again, 1 s, 2 s, 4 s… apart,
- * for up to 2 minutes: the service may not deliver it again. n8n answers a resume once it
- * has resumed the execution (when the last events arrive at once, one resumes it and n8n answers
- * the others 500: their news is handed on all the same).
+ * Resumes an execution waiting in Job → Create (On Webhook); n8n checks the resume token in the
+ * URL. An event of a job this execution does not wait for is refused (403). One whose job shows
+ * what it reports is decided at once: n8n answers a resume once it has resumed the execution (when
+ * the last events arrive at once, one resumes it and n8n answers the others 500). Any other is
+ * answered at once and decided once reads show its job final, reading again 1 s, 2 s, 4 s… (up to
+ * 30 s) apart, for as long as the Timeout: the service may deliver it once only.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
 	const problem = eventProblem(body);
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	const path = webhookOwnPath(this.getRequestObject().originalUrl);
-	const until = Date.now() + RESUME_WAIT_MS;
-	for (let delay = 1000; ; delay = Math.min(delay * 2, 10000)) {
-		const answer = await answerTo(this, event, path);
-		if (answer) return answer;
-		if (Date.now() + delay > until) return sleepOn();
+	const items = waitingItems(this);
+	if (!items.some((item) => jobOf(item)?.id === event.data.id))
+		return respond(this, 403, {
+			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
+		});
+	const answer = await answerTo(this, items, event);
+	if (answer) return answer;
+	respond(this, 200, { received: true, resumed: false });
+	const until = Date.now() + Number(this.getNodeParameter('timeout', 120)) * 60000;
+	for (let delay = 1000; Date.now() + delay < until; delay = Math.min(delay * 2, 30000)) {
 		await sleep(delay);
+		const later = await answerTo(this, items, event);
+		if (later) return { workflowData: later.workflowData, noWebhookResponse: true };
 	}
+	return { noWebhookResponse: true };
 }

@@ -13,15 +13,14 @@ import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
 import { batchingField } from '../batching';
 import { batchOf } from '../batchState';
-import { canonicalJson, checkCustomKey, withoutWebhookUrl } from '../../orders/keys';
+import { checkCustomKey } from '../../orders/keys';
 import type { Order } from '../../orders/runOrders';
 import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
 import { refuse } from '../../transport/errors';
-import { s3Uri } from '../../s3/addresses';
-import { batchUrl, inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
+import { inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
 const DONT_WAIT: INodePropertyOptions = {
@@ -516,27 +515,9 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	const order: Order = { body, ...media, idempotency, customKey, ...wait };
 	if (wait.wait === 'webhook') {
 		body.webhook_url = resumeUrlFor(this, i, body);
-		const group = sameOrderGroup(order, i);
-		const batch = batchOf(this);
-		batch.webhookItems.set(group, [...(batch.webhookItems.get(group) ?? []), i]);
-		batch.webhookTimeouts.set(i, wait.timeout);
-		order.group = group;
+		batchOf(this).webhookTimeouts.set(i, wait.timeout);
 	}
 	return order;
-}
-
-/**
- * Which items of the run place one order (On Webhook names them in its URL): the same body, media and
- * key; a file by its binary-store id (two copies of one file elsewhere are found equal once hashed).
- */
-function sameOrderGroup(order: Order, i: number): string {
-	if (order.idempotency === 'none') return `item ${i}`;
-	const media = order.file
-		? (order.file.binaryId ?? `item ${i}`)
-		: order.s3
-			? s3Uri(order.s3.object)
-			: '';
-	return canonicalJson([withoutWebhookUrl(order.body), media, order.customKey ?? null]);
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */
@@ -550,11 +531,6 @@ export async function execute(
 	order: Order,
 ): Promise<INodeExecutionData[]> {
 	const batch = batchOf(this);
-	if (order.wait === 'webhook') {
-		// The order's URL names the items it is for, and how many the batch has.
-		const items = batch.webhookItems.get(order.group!)!;
-		order.body.webhook_url = batchUrl(order.body.webhook_url!, items, this.getInputData().length);
-	}
 	const placed = await placeOrder(this, i, order, batch.orders);
 	batch.ordered.set(i, placed.job.id);
 	batch.replays.add(replaysOf(order));
