@@ -6,8 +6,8 @@
 // job created at or after `since` that `seen` lacks is new. Open jobs that fit the Filters are
 // followed until they finish; those below `since` cost one more page a poll, in turn: the page
 // that starts at one (`starting_after` the job listed just above it), and the next while a page
-// finds a followed job finished. So a quiet poll reads two pages, plus one per 100 jobs created
-// within the window, and a followed job is reported by the first or second poll after it
+// finds a followed job finished. So a quiet poll reads at most two pages, plus one per 100 jobs
+// created within the window, and a followed job is reported by the first or second poll after it
 // finishes; where they lie in more than one page, the next execution says in a hint that it may
 // come later. The state is replaced only after a poll succeeded: one brought back by a restart
 // reads further back, and `reported` keeps it from reporting a job twice.
