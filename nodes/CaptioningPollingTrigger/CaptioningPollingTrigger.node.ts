@@ -73,7 +73,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		try {
 			const state = this.getWorkflowStaticData('node') as PollState;
 			const filters = this.getNodeParameter('filters', {}) as IDataObject;
-			if (state.filters !== filtersKey(filters) || state.floor === undefined) {
+			if (state.filters !== filtersKey(filters) || state.horizon === undefined) {
 				// Activation (or new Filters): from now on (no flood of history), following the open jobs that fit.
 				Object.assign(state, await firstState(this, filters));
 				return null;

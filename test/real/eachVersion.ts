@@ -31,6 +31,7 @@ const LOADS = [
 /** About how long each suite takes alone (s, 2 cores): the longest start first. */
 const SECONDS: Record<string, number> = {
 	'e2e.test.ts': 200,
+	'pollingLag.test.ts': 210,
 	'payOnceAcrossExecutions.test.ts': 140,
 	'durableWaits.test.ts': 135,
 	'concurrencyLimit.test.ts': 130,

@@ -1,11 +1,13 @@
 // The Captioning Polling Trigger in n8n's engine (PollContext, then WorkflowExecute for the
 // execution a poll starts) against the sandbox: every job of the workspace that finishes starts
-// one execution, across polls, restarts and failures; a followed job is reported by the first or
-// second poll after it finishes; a quiet poll reads a page or two, whatever the size of the
+// one execution, across polls, restarts and failures, also one the list shows up to the lag window
+// late; a followed job is reported by the first or second poll after it finishes; a quiet poll reads
+// two pages, plus one per 100 jobs created within the lag window, whatever the size of the
 // workspace and the age of the followed jobs; captions are downloaded by the execution, not the poll.
 import type { IDataObject } from 'n8n-workflow';
 
 import { CaptioningPollingTrigger } from '../../nodes/CaptioningPollingTrigger/CaptioningPollingTrigger.node.js';
+import { LAG_MS } from '../../nodes/CaptioningPollingTrigger/cursor';
 import { binaryDataService } from '../engine/workflow';
 import type { PolledTrigger } from '../engine/polling';
 import { pollTrigger } from '../engine/polling';
@@ -109,12 +111,33 @@ async function listedAbove(sandbox: Sandbox, id: string): Promise<string> {
 	}
 }
 
-/** Date.now moved on by `add` (the sandbox's list lag reads it). */
-function laterClock() {
+/**
+ * Date.now moved on by `add` (the sandbox's list lag and the trigger read it); with a sandbox, the
+ * jobs it creates meanwhile are created at that time.
+ */
+function laterClock(sandbox?: Sandbox) {
 	const realNow = Date.now;
 	let offset = 0;
 	const spy = jest.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
-	return { add: (ms: number) => (offset += ms), restore: () => spy.mockRestore() };
+	const created = () => sandbox?.setCreationTime(new Date(Date.now()).toISOString());
+	created();
+	return {
+		add: (ms: number) => {
+			offset += ms;
+			created();
+		},
+		restore: () => {
+			spy.mockRestore();
+			sandbox?.setCreationTime(null);
+		},
+	};
+}
+type Clock = ReturnType<typeof laterClock>;
+
+/** The clock moves past the lag window: a poll reads the jobs created within it one last time. */
+async function pastWindow(t: PolledTrigger, clock: Clock): Promise<void> {
+	clock.add(LAG_MS);
+	expect(await t.poll()).toBeNull();
 }
 
 describe('what it reports', () => {
@@ -365,14 +388,15 @@ describe('exactly once', () => {
 		expect(await t.poll()).toBeNull();
 		expect(reportedIds(t).sort()).toEqual([...ids].sort());
 	});
-	test('a failure after a poll read its first page: nothing kept from it, so the next poll takes the same turn and reports the followed job once', async () => {
+	test('a failure after a poll read its first page: nothing kept from it, so the next poll reads the same pages and reports the followed job once', async () => {
 		const own = await createSandbox({ timing: null });
+		const [followed] = await workspaceOf(own, ['video', 150]);
+		const clock = laterClock(own);
 		try {
-			const [followed] = await workspaceOf(own, ['video', 150]);
 			const t = await trigger(VIDEO, own);
 			await t.activate();
-			expect(await t.poll()).toBeNull();
-			// The page of the followed job (the turn of queued pages) fails for good.
+			await pastWindow(t, clock);
+			// The page of the followed job fails for good.
 			own.injectFault('GET /jobs', {
 				status: 403,
 				code: 'forbidden',
@@ -383,25 +407,32 @@ describe('exactly once', () => {
 			own.completeJob(followed);
 			expect(await nextPolls(t, 2)).toEqual([[followed], []]);
 		} finally {
+			clock.restore();
 			await own.close();
 		}
 	});
 
-	test('a restart brings back the state of the last poll that reported: it reads further back once, then a page or two; nothing twice', async () => {
+	test('a restart brings back the state of the last poll that reported: it reads further back once, then two pages; nothing twice', async () => {
 		const own = await createSandbox({ timing: null });
+		const [a, b] = await workspaceOf(own, ['video', 'video', 300]);
+		const clock = laterClock(own);
 		try {
-			const [a, b] = await workspaceOf(own, ['video', 'video', 300]);
 			const t = await trigger(VIDEO, own);
 			await t.activate();
+			await pastWindow(t, clock);
 			own.completeJob(a);
 			expect((await nextPolls(t, 2)).flat()).toEqual([a]);
-			// 300 newer jobs the Filters exclude finish: polls read them, and n8n saves nothing.
+			// 300 newer jobs the Filters exclude finish and the lag window passes them: n8n saves nothing.
 			for (let n = 0; n < 300; n++)
 				own.completeJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
-			expect(await nextPolls(t, 3)).toEqual([[], [], []]);
+			expect(await nextPolls(t, 2)).toEqual([[], []]);
+			await pastWindow(t, clock);
 			own.completeJob(b);
+			own.resetLedger();
 			const restarted = ((await t.restart()) ?? []).map((item) => item.json.id as string);
+			expect(reads(own).length).toBeGreaterThan(3);
 			expect([restarted, ...(await nextPolls(t, 1))].flat()).toEqual([b]);
+			await pastWindow(t, clock);
 			for (let n = 0; n < 3; n++) {
 				own.resetLedger();
 				expect(await t.poll()).toBeNull();
@@ -409,6 +440,7 @@ describe('exactly once', () => {
 			}
 			expect(reportedIds(t)).toEqual([a, b]);
 		} finally {
+			clock.restore();
 			await own.close();
 		}
 	}, 60000);
@@ -440,6 +472,34 @@ describe('the order in which jobs become visible', () => {
 		expect(await t.poll()).toBeNull();
 	});
 
+	test('a job the list shows 70 s after its creation, below 150 newer ones that complete meanwhile (a poll every 20 s): reported once when it completes, each of the 150 once; so is one shown 4.5 minutes late', async () => {
+		const clock = laterClock(sb);
+		try {
+			const t = await trigger();
+			await t.activate();
+			for (const lateMs of [70000, 270000]) {
+				const late = await orderDirectly(sb);
+				sb.hideJob(late);
+				clock.add(1000);
+				const newer = await Promise.all(
+					Array.from({ length: 150 }, async () => await orderDirectly(sb)),
+				);
+				newer.forEach((id) => sb.completeJob(id));
+				const reported: string[] = [];
+				// Every 10 s: the job shows at lateMs, completes 20 s later; a poll every 20 s.
+				for (let time = 10000; time <= lateMs + 60000; time += 10000) {
+					clock.add(10000);
+					if (time === lateMs) sb.showJob(late);
+					if (time === lateMs + 20000) sb.completeJob(late);
+					if (time % 20000 === 0) reported.push(...(await nextPolls(t, 1)).flat());
+				}
+				expect(reported.sort()).toEqual([...newer, late].sort());
+			}
+		} finally {
+			clock.restore();
+		}
+	}, 60000);
+
 	test('a list that shows each job a minute after its creation: a job finished before it is listed and one still open are each reported once', async () => {
 		const lagging = await createSandbox({ timing: null, listLagMs: 60000 });
 		const clock = laterClock();
@@ -464,10 +524,12 @@ describe('the order in which jobs become visible', () => {
 
 	test('a followed job whose page the service refuses to start at (400 for the job above it): read by its id, reported once by the first or second poll', async () => {
 		const own = await createSandbox({ timing: null });
+		const [followed] = await workspaceOf(own, ['video', 150]);
+		const clock = laterClock(own);
 		try {
-			const [followed] = await workspaceOf(own, ['video', 150]);
 			const t = await trigger(VIDEO, own);
 			await t.activate();
+			await pastWindow(t, clock);
 			// The job listed just above it leaves the list: starting_after it is refused.
 			own.hideJob(await listedAbove(own, followed));
 			own.resetLedger();
@@ -479,24 +541,27 @@ describe('the order in which jobs become visible', () => {
 			expect(after.slice(0, 2).flat()).toEqual([followed]);
 			expect(after[2]).toEqual([]);
 		} finally {
+			clock.restore();
 			await own.close();
 		}
 	});
 });
 
 describe('what a poll costs', () => {
-	test('first activation on a workspace of 10,000 old jobs reads no history; a quiet poll reads one page', async () => {
+	test('first activation on a workspace of 10,000 old jobs reads the lag window of its history only; past it, a quiet poll reads one page', async () => {
 		const big = await createSandbox({ timing: null });
+		big.seedHistory(10000);
+		const clock = laterClock(big);
 		try {
-			big.seedHistory(10000);
 			const t = await trigger({}, big);
 			await t.activate();
-			// The open jobs (none), then the newest page: no history beyond a page.
-			expect(reads(big).map((r) => r.query)).toEqual([
-				{ status: 'queued', limit: '100' },
-				{ status: 'processing', limit: '100' },
-				{ limit: '100' },
+			// The open lists (none), then the newest pages down past the lag window (a job a second: 4).
+			expect(reads(big).map((r) => r.query.status ?? 'all')).toEqual([
+				'queued',
+				'processing',
+				...['all', 'all', 'all', 'all'],
 			]);
+			await pastWindow(t, clock);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
@@ -508,15 +573,17 @@ describe('what a poll costs', () => {
 			big.resetLedger();
 			expect(await t.poll()).toHaveLength(120);
 			expect(reads(big)).toHaveLength(2);
-			// The next poll reads them again (a job may enter the list late), the one after does not.
+			// Polls read them again within the lag window (a job may enter the list late), not past it.
 			big.resetLedger();
 			ids.slice(120).forEach((id) => big.completeJob(id));
 			expect(await t.poll()).toHaveLength(30);
 			expect(reads(big)).toHaveLength(2);
+			await pastWindow(t, clock);
 			big.resetLedger();
 			expect(await t.poll()).toBeNull();
 			expect(reads(big)).toHaveLength(1);
 		} finally {
+			clock.restore();
 			await big.close();
 		}
 	}, 60000);
@@ -541,23 +608,49 @@ describe('what a poll costs', () => {
 		}
 	}, 60000);
 
-	test('4 followed jobs older than 500 open ones the Filters exclude, created just before activation: each quiet poll reads at most 2 pages, none by id; once complete, each is reported once by the first or second poll', async () => {
+	test('4 followed jobs older than 500 open ones the Filters exclude, created just before activation: past the lag window, each quiet poll reads at most 2 pages, none by id; once complete, each is reported once by the first or second poll', async () => {
 		const own = await createSandbox({ timing: null });
+		const followed = await workspaceOf(own, ['video', 'video', 'video', 'video', 500]);
+		const clock = laterClock(own);
 		try {
-			const followed = await workspaceOf(own, ['video', 'video', 'video', 'video', 500]);
 			const t = await trigger(VIDEO, own);
 			own.resetLedger();
 			await t.activate();
-			// The open lists, all of them (6 pages and 1), and the newest page.
-			expect(reads(own)).toHaveLength(8);
+			// The open lists, all of them (6 pages and 1), then the newest pages down past the lag window.
+			expect(reads(own).filter((r) => r.query.status)).toHaveLength(7);
+			await pastWindow(t, clock);
 			await quietThenReported(t, own, followed, 6);
 		} finally {
+			clock.restore();
 			await own.close();
 		}
 	}, 60000);
 
-	test('20 followed jobs processing under 300 newer completions: once the newer ones are read, a quiet poll reads at most 2 pages; when they finish, each is reported once by the first or second poll', async () => {
+	test('3,300 queued jobs the Filters exclude created at one instant (a bulk order, a clock counting seconds) above 4 older followed ones: polls read them while the lag window holds them, then each quiet poll reads at most 2 pages, none by id; once complete, the 4 are reported once by the first or second poll', async () => {
 		const own = await createSandbox({ timing: null });
+		const clock = laterClock(own);
+		try {
+			const followed: string[] = [];
+			for (let n = 0; n < 4; n++)
+				followed.push(await orderDirectly(own, { metadata: { team: 'video' } }));
+			clock.add(60000);
+			own.seedHistory(3300, { status: 'queued', metadata: { team: 'marketing' }, withinMs: 0 });
+			const t = await trigger(VIDEO, own);
+			await t.activate();
+			for (let waited = 0; waited <= LAG_MS; waited += 20000) {
+				clock.add(20000);
+				expect(await t.poll()).toBeNull();
+			}
+			await quietThenReported(t, own, followed, 6);
+		} finally {
+			clock.restore();
+			await own.close();
+		}
+	}, 60000);
+
+	test('20 followed jobs processing under 300 newer completions: past the lag window, a quiet poll reads at most 2 pages; when they finish, each is reported once by the first or second poll', async () => {
+		const own = await createSandbox({ timing: null });
+		const clock = laterClock(own);
 		try {
 			const t = await trigger(VIDEO, own);
 			await t.activate();
@@ -566,22 +659,27 @@ describe('what a poll costs', () => {
 				followed.push(await orderDirectly(own, { metadata: { team: 'video' } }));
 				own.startJob(followed[n]);
 			}
+			clock.add(1000);
 			for (let n = 0; n < 300; n++)
 				own.completeJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
-			// Two polls read the newer jobs (a job may enter the list late); then they are quiet.
+			// Polls read the newer jobs while the lag window holds them (a job may enter the list late).
 			expect(await nextPolls(t, 2)).toEqual([[], []]);
+			await pastWindow(t, clock);
 			await quietThenReported(t, own, followed, 4);
 		} finally {
+			clock.restore();
 			await own.close();
 		}
 	}, 60000);
 
 	test('followed jobs queued far apart in the list: a poll reads one page of them, and the next execution says so in a hint (the items carry no trace of it); each is still reported once', async () => {
 		const own = await createSandbox({ timing: null });
+		const followed = await workspaceOf(own, ['video', 150, 'video', 150]);
+		const clock = laterClock(own);
 		try {
-			const followed = await workspaceOf(own, ['video', 150, 'video', 150]);
 			const t = await trigger(VIDEO, own);
 			await t.activate();
+			await pastWindow(t, clock);
 			expect(await nextPolls(t, 2)).toEqual([[], []]);
 			// Past the bound: reported by a later poll than the second (here the third at most).
 			followed.forEach((id) => own.completeJob(id));
@@ -592,7 +690,7 @@ describe('what a poll costs', () => {
 			expect(t.hints[0]).toEqual([
 				expect.objectContaining({
 					message:
-						'The followed jobs still queued lie in more than one page of the job list, and a poll reads one such page every other poll: a job that finishes straight from the queue may be reported some polls late.',
+						"The followed jobs lie in more than one page of the job list, and a poll reads one such page: a job's completion may be reported some polls late.",
 					type: 'warning',
 				}),
 			]);
@@ -602,30 +700,7 @@ describe('what a poll costs', () => {
 			expect(await t.poll()).toHaveLength(1);
 			expect(t.hints.at(-1)).toEqual([]);
 		} finally {
-			await own.close();
-		}
-	}, 60000);
-
-	test('more than 100 jobs processing: a followed one past the first 100 is read a page at a time, the next execution says so in a hint, and it is reported once', async () => {
-		const own = await createSandbox({ timing: null });
-		try {
-			const t = await trigger(VIDEO, own);
-			await t.activate();
-			const followed = await orderDirectly(own, { metadata: { team: 'video' } });
-			own.startJob(followed);
-			for (let n = 0; n < 101; n++)
-				own.startJob(await orderDirectly(own, { metadata: { team: 'marketing' } }));
-			expect(await nextPolls(t, 4)).toEqual([[], [], [], []]);
-			own.completeJob(followed);
-			const reported = await nextPolls(t, 3);
-			expect(reported.flat()).toEqual([followed]);
-			expect(t.hints.at(-1)).toEqual([
-				expect.objectContaining({
-					message:
-						"More than 100 jobs are processing: a followed job's completion may be reported some polls late.",
-				}),
-			]);
-		} finally {
+			clock.restore();
 			await own.close();
 		}
 	}, 60000);
