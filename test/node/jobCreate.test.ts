@@ -504,7 +504,7 @@ describe('waiting for completion', () => {
 		expect(run.run.waitTill!.getTime()).toBeGreaterThan(Date.now() + 89 * 60000);
 		const webhookUrl = String(sb.ledger.jobs[0].body.webhook_url);
 		expect(webhookUrl).toMatch(
-			/^https:\/\/n8n\.example\.com\/webhook-waiting\/harness-\d+\/Captioning-id\?(signature=\w+&)?items=0&of=1$/,
+			/^https:\/\/n8n\.example\.com\/webhook-waiting\/harness-\d+\/Captioning-id(\?signature=\w+)?$/,
 		);
 		expect(run.items[0].json).toMatchObject({ id: sb.ledger.jobs[0].id, status: 'queued' });
 	});
