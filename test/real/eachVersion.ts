@@ -30,6 +30,7 @@ const LOADS = [
 ];
 /** About how long each suite takes alone (s, 2 cores): the longest start first. */
 const SECONDS: Record<string, number> = {
+	'workspaceLife.test.ts': 420,
 	'e2e.test.ts': 200,
 	'pollingLag.test.ts': 210,
 	'payOnceAcrossExecutions.test.ts': 140,
