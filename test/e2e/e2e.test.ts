@@ -703,7 +703,7 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			);
 			expect(String(job.body.webhook_url)).toMatch(
 				new RegExp(
-					`^${n8n.url}/webhook-waiting/\\d+/3e3f8d61-4c5a-4d7e-9f90-ab1c2d3e4f02\\?(signature=\\w+&)?items=0&of=1$`,
+					`^${n8n.url}/webhook-waiting/\\d+/3e3f8d61-4c5a-4d7e-9f90-ab1c2d3e4f02(\\?signature=\\w+)?$`,
 				),
 			);
 			const waiting = await waitFor(async () =>

@@ -48,6 +48,8 @@ export async function runCaptioning(
 		s3?: IDataObject;
 		/** The Captioning API credential's Webhook Secret Token. */
 		webhookToken?: string;
+		/** The Captioning API credential's Base URL (default: the sandbox's). */
+		baseUrl?: string;
 	} = {},
 ): Promise<NodeRun> {
 	const result = await runWorkflow({
@@ -59,7 +61,7 @@ export async function runCaptioning(
 		credentials: {
 			captioningApi: {
 				apiKey: options.key ?? sb.keys.full,
-				baseUrl: sb.baseUrl,
+				baseUrl: options.baseUrl ?? sb.baseUrl,
 				webhookToken: options.webhookToken ?? '',
 			},
 			...(options.s3 ? { captioningS3Api: options.s3 as ICredentialDataDecryptedObject } : {}),
