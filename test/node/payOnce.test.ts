@@ -336,23 +336,38 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		},
 	);
 
-	test('an earlier order behind 1,200 newer jobs, the key forgotten: not found in the newest 1,000, so the repeat stops with an error that names it, and orders nothing', async () => {
+	test('an earlier order behind 1,200 newer jobs, no record of its job (a manual run keeps none), the key forgotten: that item alone stops, naming it, and orders nothing; the new one beside it is ordered', async () => {
 		const workflowId = newWorkflow();
-		const params = create({ title: 'Old talk' });
-		const first = await runCaptioning(sb, params, { input: urls(['old-order']), workflowId });
+		const params = create({ title: '={{ $json.title }}' });
+		const old = { json: { url: `${MEDIA}?file=old-order`, title: 'Old talk' } };
+		const first = await runCaptioning(sb, params, { input: [old], workflowId });
 		expect(first.failure).toBeUndefined();
 		sb.seedHistory(1200);
 		sb.forgetIdempotencyKeys();
 		sb.resetLedger();
-		const again = await runCaptioning(sb, params, { input: urls(['old-order']), workflowId });
+		const fresh = { json: { url: `${MEDIA}?file=new-order`, title: 'New talk' } };
+		const again = await runCaptioning(sb, params, { input: [old, fresh], workflowId });
 		const tag = (first.items[0].json.metadata as IDataObject).n8n_order as string;
 		expect(again.failure?.message).toBe(
 			`The order "Old talk" of ${MEDIA}?file=old-order may have been placed before, and was not found`,
 		);
 		expect(again.failure?.description).toContain(`n8n_order ${tag}`);
 		expect(again.failure?.description).toContain('Custom Key with a key not used before');
-		expect(sb.ledger.requests.map((r) => r.route)).toEqual(Array(10).fill('GET /jobs'));
-		expect(sb.ledger.jobs).toHaveLength(0);
+		expect(again.failure?.description).toMatch(
+			/Ordered before the node stopped, and not lost: item 1 → job/,
+		);
+		expect(sb.ledger.jobs.map((j) => j.body.title)).toEqual(['New talk']);
+		const continued = await runCaptioning(sb, params, {
+			input: [old, fresh],
+			workflowId,
+			settings: { onError: 'continueRegularOutput' },
+		});
+		expect(
+			continued.items.map((i) => [i.json.error ?? i.json.title, i.json.idempotent_replayed]),
+		).toEqual([
+			[expect.stringMatching(/may have been placed before, and was not found$/), undefined],
+			['New talk', true],
+		]);
 	});
 
 	test('a list that lags: a repeat of an order not listed yet stops with the error, and orders nothing', async () => {
