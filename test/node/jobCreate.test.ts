@@ -382,7 +382,7 @@ describe('idempotency', () => {
 			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
 			expect(sb.ledger.jobs).toHaveLength(1);
 			expect(run.failure?.description).toMatch(
-				/^No answer said the order was refused, so it may have reached the service: a job may exist and be charged\. .*Job → Get Many \(the newest jobs, with the title "Town Hall" and the metadata \{"drive_file_id":"f-9"\}\).*set Idempotency to Automatic/,
+				/^No answer said the order was placed or refused, so a job may exist and be charged\. .*Job → Get Many \(the newest jobs, with the title "Town Hall" and the metadata \{"drive_file_id":"f-9"\}\).*set Idempotency to Automatic/,
 			);
 		},
 	);

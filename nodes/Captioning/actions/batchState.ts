@@ -22,8 +22,6 @@ class Batch {
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
 	readonly replays = new Set<string>();
-	/** On Webhook jobs another execution ordered: their events go to its URL, not this one's. */
-	readonly orderedElsewhere = new Set<string>();
 	/** On Webhook: each item's Timeout (minutes). */
 	readonly webhookTimeouts = new Map<number, number>();
 	readonly notes: RunNotes = {};

@@ -35,7 +35,7 @@ export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
 			? `the metadata ${JSON.stringify(body.metadata)}`
 			: '',
 	].filter(Boolean);
-	error.description = `No answer said the order was refused, so it may have reached the service: a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
+	error.description = `No answer said the order was placed or refused, so a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
 	return error;
 }
 

@@ -4,14 +4,13 @@
 // What it waits for is the run's items as ordered: they take the place of the node's input in the
 // waiting execution, so a resume reads each job by its id whatever the workspace's history, and a
 // Timeout hands on the jobs as last known (n8n passes a node's input on when its wait time runs
-// out, as for its own Wait node). It resumes once every job shows completed or cancelled. Jobs
-// another execution ordered (their events go to it) are waited for here instead, as Poll does.
+// out, as for its own Wait node). It resumes once every job shows completed or cancelled. A job
+// another execution ordered (its events go to that one) is checked in place, as Poll does.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 
-import { EVENT_OF_STATUS, isFinal } from '../model/events';
+import { isFinal } from '../model/events';
 import { refuse } from '../transport/errors';
 import type { CreateJobBody, Job } from '../model/types';
-import type { JobWaiter } from './poll';
 
 /**
  * The URL that resumes this execution at this node (n8n's send-and-wait pattern), checked
@@ -44,47 +43,17 @@ export const inPlaceWait = { pollS: 15 };
 
 const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
 
-const itemOf = (item: INodeExecutionData) => (item.pairedItem as { item: number }).item;
-
 /**
  * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
- * (a repeat of orders that finished). Where a job another execution ordered is open (its events go
- * there), the jobs are checked here every `inPlaceWait.pollS` seconds until their Timeout, and
- * 'elsewhere' is returned. Otherwise the execution sleeps until the events, as long as the longest
- * Timeout, with the run's items in place of its input.
+ * (a repeat of orders that finished). Otherwise the execution sleeps until the events, as long as
+ * the longest Timeout, with the run's items in place of its input.
  */
 export async function waitForJobs(
 	ctx: IExecuteFunctions,
 	outputs: INodeExecutionData[],
-	batch: { webhookTimeouts: Map<number, number>; orderedElsewhere: Set<string>; waiter: JobWaiter },
-): Promise<'elsewhere' | undefined> {
-	const open = outputs.filter((item) => isJob(item.json) && !isFinal(item.json as unknown as Job));
-	if (open.length === 0) return undefined;
-	if (!open.some((item) => batch.orderedElsewhere.has(item.json.id as string))) {
-		ctx.getExecuteData().data.main = [outputs];
-		const minutes = Math.max(...batch.webhookTimeouts.values());
-		await ctx.putExecutionToWait(new Date(Date.now() + minutes * 60000));
-		return undefined;
-	}
-	await Promise.all(
-		open.map(async (item) => {
-			try {
-				const job = await batch.waiter.wait(
-					item.json as unknown as Job,
-					itemOf(item),
-					inPlaceWait.pollS,
-					batch.webhookTimeouts.get(itemOf(item))!,
-				);
-				item.json = {
-					...item.json,
-					...(job as unknown as IDataObject),
-					event_type: EVENT_OF_STATUS[job.status],
-					event_id: null,
-				};
-			} catch {
-				// As a wait that ends by its Timeout: the job as last known, to check later with Job → Get.
-			}
-		}),
-	);
-	return 'elsewhere';
+	timeouts: Map<number, number>,
+): Promise<void> {
+	if (!outputs.some((item) => isJob(item.json) && !isFinal(item.json as unknown as Job))) return;
+	ctx.getExecuteData().data.main = [outputs];
+	await ctx.putExecutionToWait(new Date(Date.now() + Math.max(...timeouts.values()) * 60000));
 }

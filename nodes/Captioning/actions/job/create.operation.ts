@@ -536,12 +536,13 @@ export async function execute(
 	batch.replays.add(replaysOf(order));
 	let job = placed.job;
 	if (order.wait === 'poll') job = await batch.waiter.wait(job, i, order.interval, order.timeout);
-	if (order.wait === 'webhook') {
-		if (placed.elsewhere) batch.orderedElsewhere.add(job.id);
-		// Once every item is ordered: the execution sleeps until the events say all jobs are final.
-		batch.afterRun ??= async (outputs) => {
-			batch.notes.webhookInPlace = await waitForJobs(this, outputs, batch);
-		};
+	if (order.wait === 'webhook' && placed.elsewhere) {
+		// Its events go to the execution that ordered it: checked here until it ends or its Timeout passes.
+		batch.notes.webhookInPlace = 'elsewhere';
+		job = await batch.waiter.wait(job, i, inPlaceWait.pollS, order.timeout).catch(() => job);
 	}
+	// Once every item is ordered: the execution sleeps until the events say all jobs are final.
+	if (order.wait === 'webhook')
+		batch.afterRun ??= async (outputs) => await waitForJobs(this, outputs, batch.webhookTimeouts);
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
 }
