@@ -347,7 +347,7 @@ const properties: INodeProperties[] = [
 				name: 'Custom Key',
 				value: 'custom',
 				description:
-					'Your own key, e.g. the Drive file ID: one order per key, across workflows too. Put a version in it (…-v2) to order the same media again on purpose.',
+					'Your own key, e.g. the Drive file ID: this node orders each key once (another workflow with the same key only while the service keeps it). Put a version in it (…-v2) to order the same media again on purpose.',
 			},
 			{
 				name: 'None',
