@@ -18,7 +18,7 @@ import { eventProblem, orderedWith, STATUS_OF } from '../Captioning/model/events
 import type { Job } from '../Captioning/model/types';
 import { notInWorkspace } from '../Captioning/transport/jobs';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
-import { readBackLimits, readUntilShown } from './readBack';
+import { readUntilShown, STATUS_WAIT_MINUTES } from './readBack';
 import { learnTokens, takesToken } from './tokens';
 
 export class CaptioningTrigger implements INodeType {
@@ -149,7 +149,7 @@ async function checked(
 	if (job.status !== status) {
 		if (job.status === 'completed' || job.status === 'cancelled') return undefined;
 		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} does not show ${status} yet`, {
-			description: `Event ${String(posted.event_id)} reports ${type}, but after ${Math.round(readBackLimits.statusWaitMs / 60000)} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
+			description: `Event ${String(posted.event_id)} reports ${type}, but after ${STATUS_WAIT_MINUTES} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
 		});
 	}
 	if (verify && !orderedWith(job, `/${ctx.getNode().webhookId ?? ''}/captioning`)) return undefined;

@@ -1,116 +1,117 @@
 // An event's job, read back inside its execution until reads show the status the event reports (an
-// event may come before they do), for up to `statusWaitMs`. Executions that read at the same time
-// share their reads: a trigger reads at most once per `spacingMs`, and the jobs asked for meanwhile
-// share the next read (readJobsSettled: pages of the job list down to the oldest of them, then one
-// by one what those did not hold), so a burst costs a few reads of the key's shared limit instead of
-// one per event. Final jobs a read showed are kept for `recentMs`: an event reporting that status
-// needs no read of its own. Readers are per process, workflow, node and credentials.
+// event may come before they do), for up to STATUS_WAIT_MINUTES. Each execution reads with its own
+// context; only answers are shared, between the executions of one trigger (workflow, node and
+// credential) in this process, so that a burst costs a few reads of the key's shared limit, not one
+// per event: the final jobs a read of the job list showed, kept for a minute, and the read under
+// way, which an execution that needs one waits for before it reads itself. A read that fails (its
+// execution was cancelled) answers nothing: the others read again.
 import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, sleep } from '../Captioning/transport';
-import { readJobsSettled } from '../Captioning/transport/jobs';
+import { jobPages, readJob } from '../Captioning/transport/jobs';
 
-export const readBackLimits = {
-	/** At most one read of a trigger starts in this long: about 4 reads a second at most. */
-	spacingMs: 250,
-	/** How long final jobs a read showed are kept, and how many at most. */
-	recentMs: 60000,
-	recentJobs: 1000,
-	/** The most pages of the job list one read reads (never more than its jobs). */
-	maxPages: 20,
-	/** How long an execution reads again while the job does not show the event's status yet. */
-	statusWaitMs: 5 * 60000,
-};
+/** How long an execution reads again while its job does not show the event's status. */
+export const STATUS_WAIT_MINUTES = 5;
+/** How long final jobs a read showed answer later events, and the most pages one read reads. */
+const KEPT_MS = 60000;
+const MAX_PAGES = 20;
+/** At most one read of a trigger starts in this long: the executions that come meanwhile share it. */
+const SPACING_MS = 250;
 
 type Wanted = Pick<Job, 'id' | 'created_at'>;
 
-interface Waiting {
-	ctx: IExecuteFunctions;
-	job: Wanted;
-	resolve: (result: Job | Error) => void;
+/** What the reads of one trigger showed, the jobs its executions wait for, and its read under way. */
+interface Answers {
+	recent: Map<string, { job: Job; at: number }>;
+	waiting: Map<string, Wanted>;
+	underWay?: Promise<unknown>;
+	lastReadAt: number;
 }
 
-/** The reads of one trigger (workflow, node and credentials) in this process. */
-class Reader {
-	private queue: Waiting[] = [];
-	private draining = false;
-	private lastReadAt = 0;
-	/** Final jobs recent reads showed, by id, oldest first. */
-	readonly recent = new Map<string, { job: Job; at: number }>();
+const answers = new Map<string, Answers>();
 
-	/** Forgets the final jobs shown longer ago than `recentMs`, and the oldest past `recentJobs`; whether none is left. */
-	forget(): boolean {
-		for (const [id, shown] of this.recent) {
-			const old = Date.now() - shown.at > readBackLimits.recentMs;
-			if (!old && this.recent.size <= readBackLimits.recentJobs) break;
-			this.recent.delete(id);
-		}
-		return !this.draining && this.recent.size === 0;
+function answersOf(ctx: IExecuteFunctions): Answers {
+	for (const [key, shared] of answers) {
+		for (const [id, { at }] of shared.recent)
+			if (Date.now() - at > KEPT_MS) shared.recent.delete(id);
+		if (!shared.underWay && shared.waiting.size === 0 && shared.recent.size === 0)
+			answers.delete(key);
 	}
-
-	/** One read of the job, shared with the jobs other executions of this trigger ask for meanwhile. */
-	async read(ctx: IExecuteFunctions, job: Wanted): Promise<Job | Error> {
-		const read = new Promise<Job | Error>((resolve) => this.queue.push({ ctx, job, resolve }));
-		if (!this.draining) void this.drain();
-		return await read;
-	}
-
-	private async drain(): Promise<void> {
-		this.draining = true;
-		while (this.queue.length > 0) {
-			await sleep(Math.max(0, this.lastReadAt + readBackLimits.spacingMs - Date.now()));
-			const batch = this.queue.splice(0);
-			this.lastReadAt = Date.now();
-			// With the credentials of an execution still waiting for it (the batch's first).
-			const read = await readJobsSettled(
-				batch[0].ctx,
-				batch.map((w) => w.job),
-				{
-					seen: (job) => {
-						if (!isFinal(job)) return;
-						this.recent.delete(job.id);
-						this.recent.set(job.id, { job, at: Date.now() });
-					},
-					// A page holds a hundred jobs: the final ones it shows answer the burst's next events too.
-					maxPages: Math.min(batch.length, readBackLimits.maxPages),
-				},
-			);
-			for (const w of batch) w.resolve(read.get(w.job.id)!);
-		}
-		this.draining = false;
-	}
-}
-
-const readers = new Map<string, Reader>();
-
-function readerOf(ctx: IExecuteFunctions): Reader {
-	for (const [key, reader] of readers) if (reader.forget()) readers.delete(key);
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
-	let reader = readers.get(key);
-	if (!reader) readers.set(key, (reader = new Reader()));
-	return reader;
+	let shared = answers.get(key);
+	if (!shared) answers.set(key, (shared = { recent: new Map(), waiting: new Map(), lastReadAt: 0 }));
+	return shared;
+}
+
+/**
+ * One read by this execution: the newest pages of the job list down to the oldest job the trigger's
+ * executions wait for (a page a waiting job, at most MAX_PAGES; none when it waits alone), every
+ * final job on them kept for the others; then its own job by its id, if the pages did not hold it.
+ */
+async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
+	try {
+		const wanted = [...shared.waiting.values()];
+		const oldest = Math.min(...wanted.map((w) => Date.parse(w.created_at)));
+		let pages = 0;
+		for await (const page of wanted.length > 1 ? jobPages(ctx) : []) {
+			for (const listed of page)
+				if (isFinal(listed)) shared.recent.set(listed.id, { job: listed, at: Date.now() });
+			const found = page.find((listed) => listed.id === job.id);
+			if (found) return found;
+			const last = page.at(-1);
+			if (++pages >= Math.min(wanted.length, MAX_PAGES) || !last) break;
+			if (Date.parse(last.created_at) < oldest) break;
+		}
+		return await readJob(ctx, job.id);
+	} catch (error) {
+		return error as Error;
+	}
+}
+
+/** The job as one read shows it: a final job another read showed, or after the read under way, or this execution's own. */
+async function readOnce(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
+	for (;;) {
+		const known = shared.recent.get(job.id)?.job;
+		if (known) return known;
+		if (!shared.underWay) break;
+		await shared.underWay;
+	}
+	const reading = (async () => {
+		await sleep(Math.max(0, shared.lastReadAt + SPACING_MS - Date.now()));
+		shared.lastReadAt = Date.now();
+		return await read(ctx, job, shared);
+	})();
+	const underWay = (shared.underWay = reading.catch(() => undefined));
+	try {
+		return await reading;
+	} finally {
+		if (shared.underWay === underWay) shared.underWay = undefined;
+	}
 }
 
 /**
  * The job as the API returns it (or the error reading it): read again, 1 s, 2 s, 4 s… apart, while
- * it is not final, until it shows `status` or `statusWaitMs` has passed. A final job is final.
+ * it is not final, until it shows `status` or STATUS_WAIT_MINUTES have passed. A final job is final.
  */
 export async function readUntilShown(
 	ctx: IExecuteFunctions,
 	job: Wanted,
 	status: Job['status'],
 ): Promise<Job | Error> {
-	// A final job with this status that a recent read showed.
-	const recent = readerOf(ctx).recent.get(job.id)?.job;
-	if (recent?.status === status) return recent;
-	const until = Date.now() + readBackLimits.statusWaitMs;
-	for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
-		const read = await readerOf(ctx).read(ctx, job);
-		if (read instanceof Error || read.status === status || isFinal(read)) return read;
-		if (Date.now() + delay > until) return read;
-		await sleep(delay, ctx.getExecutionCancelSignal());
+	const shared = answersOf(ctx);
+	const until = Date.now() + STATUS_WAIT_MINUTES * 60000;
+	shared.waiting.set(job.id, job);
+	try {
+		for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
+			const shown = await readOnce(ctx, job, shared);
+			if (shown instanceof Error || shown.status === status || isFinal(shown)) return shown;
+			if (Date.now() + delay > until) return shown;
+			await sleep(delay, ctx.getExecutionCancelSignal());
+		}
+	} finally {
+		shared.waiting.delete(job.id);
 	}
 }

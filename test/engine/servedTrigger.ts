@@ -45,6 +45,8 @@ export interface ServedTrigger {
 	deactivate(): Promise<void>;
 	/** The node's static data, as n8n keeps it between deliveries. */
 	staticData(): IDataObject;
+	/** Cancels the n-th execution started (0: the first), as n8n's Stop button does. */
+	cancel(n: number): void;
 	/** Changes the Captioning API credential's fields, as a user edits the credential while the workflow is active. */
 	editCredentials(fields: IDataObject): void;
 	/** Replaces the node's saved static data (e.g. as an earlier version of the node left it). */
@@ -104,6 +106,7 @@ export async function serveTrigger(options: {
 	let slot: Promise<void> | undefined;
 	let counter = 0;
 	const handling = new Set<Promise<void>>();
+	const cancels: Array<() => void> = [];
 
 	/** Runs an execution of the stored input, as n8n does once it has stored it. */
 	async function execute(input: INodeExecutionData[]): Promise<INodeExecutionData[] | undefined> {
@@ -115,6 +118,7 @@ export async function serveTrigger(options: {
 			mode: 'webhook',
 			workflowId,
 			staticData: savedStaticData,
+			onStart: (cancel) => cancels.push(cancel),
 		});
 		// n8n saves the static data an execution changed when it ends (the whole of it: last writer wins).
 		savedStaticData = execution.staticData;
@@ -229,6 +233,7 @@ export async function serveTrigger(options: {
 		},
 		runStoredAgain: async (index) => (await execute(stored[index])) ?? [],
 		deactivate: async () => await hook('delete', 'update'),
+		cancel: (n) => cancels[n](),
 		editCredentials: (fields) => Object.assign(options.credentials.captioningApi, fields),
 		staticData: () => (savedStaticData[`node:${node.name}`] as IDataObject | undefined) ?? {},
 		setStaticData: (data) => {

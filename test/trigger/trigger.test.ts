@@ -465,6 +465,24 @@ describe('the Webhook Secret Token (in the credentials)', () => {
 });
 
 describe('bursts: events that arrive together are read back together', () => {
+	test('two executions share a read; the one whose read it is is cancelled while it waits: the other reads itself and gets its job', async () => {
+		const t = await start();
+		const [a, b] = [await order(undeliverable(t)), await order(undeliverable(t))];
+		sb.completeJob(a);
+		sb.completeJob(b);
+		// The first read waits 5 s after a 503 (temporarily_unavailable) before it tries again.
+		sb.injectFault('GET /jobs/{id}', { status: 503, code: 'temporarily_unavailable', times: 1 });
+		const first = post(t.url, completedEvent(a, 'evt_first'));
+		while (t.stored.length < 1 || reads() < 1) await new Promise((r) => setTimeout(r, 20));
+		const second = post(t.url, completedEvent(b, 'evt_second'));
+		while (t.stored.length < 2) await new Promise((r) => setTimeout(r, 20));
+		await new Promise((r) => setTimeout(r, 300));
+		t.cancel(0);
+		await Promise.all([first, second]);
+		await t.idle();
+		expect(ranWith(t)).toEqual([b]);
+	});
+
 	const BURST = 150;
 
 	test(`${BURST} jobs finish within 2 s, each event delivered once, reads limited to 10/s: one run per job, every event answered 200`, async () => {
