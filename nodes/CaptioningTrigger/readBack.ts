@@ -42,7 +42,8 @@ function answersOf(ctx: IExecuteFunctions): Answers {
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
 	let shared = answers.get(key);
-	if (!shared) answers.set(key, (shared = { recent: new Map(), waiting: new Map(), lastReadAt: 0 }));
+	if (!shared)
+		answers.set(key, (shared = { recent: new Map(), waiting: new Map(), lastReadAt: 0 }));
 	return shared;
 }
 
@@ -72,7 +73,11 @@ async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promi
 }
 
 /** The job as one read shows it: a final job another read showed, or after the read under way, or this execution's own. */
-async function readOnce(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
+async function readOnce(
+	ctx: IExecuteFunctions,
+	job: Wanted,
+	shared: Answers,
+): Promise<Job | Error> {
 	for (;;) {
 		const known = shared.recent.get(job.id)?.job;
 		if (known) return known;

@@ -3,7 +3,7 @@
 import { inflateRawSync } from 'node:zlib';
 import type { IDataObject } from 'n8n-workflow';
 
-import { captionLimits } from '../../nodes/Captioning/captions';
+import { httpReceiver } from '../helpers/https';
 import { binaryDataService, storeBinary } from '../engine/workflow';
 import { MEDIA, NODE, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { generatedMedia } from '../helpers/media';
@@ -493,46 +493,53 @@ describe("Job → Get Captions into the item's JSON (for AI Agents and text step
 		expect(sb.ledger.requests).toHaveLength(0);
 	});
 
-	test('text above the bound is cut at a line end and named in caption_truncated; the file stays whole', async () => {
+	test('text above the bound (1,000,000 characters) is cut at a line end and named in caption_truncated; the file stays whole', async () => {
 		const id = await order({ title: 'Long' });
 		sb.completeJob(id);
-		const limit = captionLimits.textChars;
-		captionLimits.textChars = 150;
+		// An SRT of 1.2 MB, where the captions link leads (a redirect to a storage host of the test's).
+		const cue = (n: number) =>
+			`${n}\n00:00:00,000 --> 00:00:01,000\n${'A long line of speech. '.repeat(4)}\n\n`;
+		const srt = Array.from({ length: 12000 }, (_, n) => cue(n + 1)).join('');
+		const storage = await httpReceiver((_req, res) => {
+			res.setHeader('content-type', 'application/x-subrip');
+			res.end(srt);
+		});
 		try {
+			sb.injectFault('GET /jobs/{id}/captions', {
+				kind: 'redirect',
+				status: 302,
+				location: `${storage.url}/long.srt`,
+			});
 			const run = await runCaptioning(sb, {
 				resource: 'job',
 				operation: 'getCaptions',
 				jobId: id,
-				formats: ['srt', 'json'],
+				formats: ['srt'],
 				captionsAs: 'both',
 				binaryPropertyName: 'data',
 			});
 			const json = run.items[0].json as {
 				caption_text: { srt: string };
-				caption_segments: unknown[];
 				caption_truncated: string[];
 			};
-			expect(json.caption_truncated).toEqual(['srt', 'json']);
+			expect(json.caption_truncated).toEqual(['srt']);
 			expect(run.hints).toEqual([
 				{
 					message:
-						'Caption text was cut at 150 characters in the JSON (SRT: 1, JSON: 1); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.',
+						'Caption text was cut at 1,000,000 characters in the JSON (SRT: 1); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.',
 					type: 'warning',
 					location: 'outputPane',
 				},
 			]);
-			expect(json.caption_text.srt.length).toBeLessThanOrEqual(150);
+			expect(json.caption_text.srt.length).toBeLessThanOrEqual(1_000_000);
 			expect(json.caption_text.srt.endsWith('\n')).toBe(true);
-			expect(JSON.stringify(json.caption_segments).length).toBeLessThanOrEqual(
-				150 + 2 + json.caption_segments.length,
-			);
 			const whole = (
-				await (await binaryDataService()).getAsBuffer(run.items[0].binary!.data_srt)
+				await (await binaryDataService()).getAsBuffer(Object.values(run.items[0].binary!)[0])
 			).toString();
-			expect(whole.length).toBeGreaterThan(150);
+			expect(whole).toBe(srt);
 			expect(whole.startsWith(json.caption_text.srt)).toBe(true);
 		} finally {
-			captionLimits.textChars = limit;
+			await storage.close();
 		}
 	});
 });

@@ -7,7 +7,7 @@ import { Captioning } from '../../nodes/Captioning/Captioning.node.js';
 import { node } from '../engine/workflow';
 import type { WaitingExecution } from '../engine/waiting';
 import { runUntilWaiting } from '../engine/waiting';
-import { inPlaceWait } from '../../nodes/Captioning/waiting/webhook';
+import { onFastClock, realWait } from '../helpers/clock';
 import { MEDIA, orderDirectly, runCaptioning } from '../helpers/captioning';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
@@ -295,9 +295,7 @@ test('five events, each delivered once and 3 s before reads show its job complet
 }, 60000);
 
 test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x would hand the parent its own input): the jobs, paired, and a hint that says why', async () => {
-	const pollS = inPlaceWait.pollS;
-	inPlaceWait.pollS = 1;
-	try {
+	await onFastClock(async () => {
 		const running = runCaptioning(
 			sb,
 			{
@@ -310,7 +308,7 @@ test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x
 			},
 			{ input: urls(3), mode: 'integrated' },
 		);
-		while (sb.ledger.jobs.length < 3) await new Promise((r) => setTimeout(r, 50));
+		while (sb.ledger.jobs.length < 3) await realWait(50);
 		// No resume URL was given to the service: nothing will call this execution back.
 		expect(sb.ledger.jobs.map((j) => j.body.webhook_url)).toEqual([
 			undefined,
@@ -327,14 +325,12 @@ test('in a sub-workflow its parent waits for, On Webhook waits in place (n8n 1.x
 		expect(run.hints).toEqual([
 			{
 				message: expect.stringMatching(
-					/^On Webhook waited here by checking the jobs every 1 s, as Poll does: this workflow ran as a sub-workflow/,
+					/^On Webhook waited here by checking the jobs every 15 s, as Poll does: this workflow ran as a sub-workflow/,
 				),
 				location: 'outputPane',
 			},
 		]);
-	} finally {
-		inPlaceWait.pollS = pollS;
-	}
+	});
 });
 
 describe('a repeat of an On Webhook order by another execution (a re-run, a schedule, the Retry) pays nothing', () => {
@@ -370,9 +366,7 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 	);
 
 	test('while the first still waits: the repeat checks the job here until it completes (its events go to the first), and says so', async () => {
-		const pollS = inPlaceWait.pollS;
-		inPlaceWait.pollS = 1;
-		try {
+		await onFastClock(async () => {
 			const workflowId = `webhook-repeat-${++workflows}`;
 			const input = urls(1);
 			const first = await orderAndWait(input, {}, workflowId);
@@ -398,7 +392,7 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 				workflowId,
 			});
 			// The repeat reads the first order's job (no second POST), then checks the job here.
-			while (reads() < before + 2) await new Promise((r) => setTimeout(r, 20));
+			while (reads() < before + 2) await realWait(20);
 			expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
 			sb.completeJob(id);
 			await sb.settleDeliveries();
@@ -413,7 +407,7 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 				expect.objectContaining({ message: expect.stringMatching(/^1 of 1 order replayed/) }),
 				expect.objectContaining({
 					message: expect.stringMatching(
-						/^On Webhook waited here by checking the jobs every 1 s, as Poll does: some orders replayed jobs an earlier execution of this workflow ordered with On Webhook/,
+						/^On Webhook waited here by checking the jobs every 15 s, as Poll does: some orders replayed jobs an earlier execution of this workflow ordered with On Webhook/,
 					),
 				}),
 			]);
@@ -425,8 +419,6 @@ describe('a repeat of an On Webhook order by another execution (a re-run, a sche
 			expect(sb.ledger.jobs).toHaveLength(1);
 			expect(sb.ledger.charges).toHaveLength(1);
 			await repeat.close();
-		} finally {
-			inPlaceWait.pollS = pollS;
-		}
+		});
 	});
 });

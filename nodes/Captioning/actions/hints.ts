@@ -2,8 +2,8 @@
 // one a kind with its counts, beside the item fields that say the same per item.
 import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n8n-workflow';
 
-import { captionLimits } from '../captions';
-import { inPlaceWait } from '../waiting/webhook';
+import { TEXT_CHARS } from '../captions';
+import { IN_PLACE_POLL_S } from '../waiting/webhook';
 import type { RunNotes } from './batchState';
 import { batchOf } from './batchState';
 
@@ -28,7 +28,7 @@ export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[])
 	if (cut.size > 0) {
 		const byFormat = [...cut].map(([format, n]) => `${format.toUpperCase()}: ${n}`).join(', ');
 		hints.push({
-			message: `Caption text was cut at ${captionLimits.textChars.toLocaleString('en-US')} characters in the JSON (${byFormat}); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.`,
+			message: `Caption text was cut at ${TEXT_CHARS.toLocaleString('en-US')} characters in the JSON (${byFormat}); caption_truncated names the format. Set Put Captions In to Binary Files or Both for the whole file.`,
 			type: 'warning',
 			location: 'outputPane',
 		});
@@ -54,7 +54,7 @@ function inPlaceHint(reason: NonNullable<RunNotes['webhookInPlace']>): NodeExecu
 			'some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution.',
 	}[reason];
 	return {
-		message: `On Webhook waited here by checking the jobs every ${inPlaceWait.pollS} s, as Poll does: ${why}`,
+		message: `On Webhook waited here by checking the jobs every ${IN_PLACE_POLL_S} s, as Poll does: ${why}`,
 		location: 'outputPane',
 	};
 }

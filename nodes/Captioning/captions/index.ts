@@ -34,7 +34,7 @@ type CaptionsAs = 'binary' | 'json' | 'both';
  * (saved with every execution) bounded. Above it the text is cut at a line end, and
  * `caption_truncated` names the format; the binary file (Both) is always whole.
  */
-export const captionLimits = { textChars: 1_000_000 };
+export const TEXT_CHARS = 1_000_000;
 
 export const captionsAsField: INodeProperties = {
 	displayName: 'Put Captions In',
@@ -105,9 +105,9 @@ export function captionSettings(ctx: IExecuteFunctions, i: number): CaptionSetti
 
 /** Text cut at the last line end within the limit. */
 function bounded(text: string): { text: string; truncated: boolean } {
-	if (text.length <= captionLimits.textChars) return { text, truncated: false };
-	const cut = text.lastIndexOf('\n', captionLimits.textChars);
-	return { text: text.slice(0, cut > 0 ? cut + 1 : captionLimits.textChars), truncated: true };
+	if (text.length <= TEXT_CHARS) return { text, truncated: false };
+	const cut = text.lastIndexOf('\n', TEXT_CHARS);
+	return { text: text.slice(0, cut > 0 ? cut + 1 : TEXT_CHARS), truncated: true };
 }
 
 /** The JSON format's segments (as many as fit the limit), or the document itself if it has none. */
@@ -135,8 +135,7 @@ function segmentsOf(
 	let size = 0;
 	for (const segment of segments as IDataObject[]) {
 		size += JSON.stringify(segment).length;
-		if (size > captionLimits.textChars)
-			return { json: { caption_segments: within }, truncated: true };
+		if (size > TEXT_CHARS) return { json: { caption_segments: within }, truncated: true };
 		within.push(segment);
 	}
 	return { json: { caption_segments: within }, truncated: false };

@@ -107,6 +107,11 @@ export class Places {
 		};
 	}
 
+	/** Nothing under way, nothing waiting, no hold. */
+	idle(): boolean {
+		return this.active === 0 && this.line.length === 0 && this.heldUntil <= Date.now();
+	}
+
 	/** No place is given until `ms` from now (a longer hold stands). */
 	hold(ms: number): void {
 		this.heldUntil = Math.max(this.heldUntil, Date.now() + ms);
@@ -153,7 +158,7 @@ export const rateLimitSettings = {
 	 * (at 100 ms a request, a limit is paced at 40 requests/s at most).
 	 */
 	inFlight: 4,
-};
+} as const;
 
 export class RateLimit extends Places {
 	/** Whether it paces the key's reads or its writes (a write's 429s wait longer: retries.ts). */
@@ -173,10 +178,15 @@ export class KeyRateLimits {
 	readonly write = new RateLimit('write');
 }
 
-/** The rate limits of each key and Base URL in this process, by a digest of both (never the key itself). */
+/**
+ * The rate limits of each key and Base URL in this process, by a digest of both (never the key
+ * itself): what lets every workflow on one key keep its pace. A key's are forgotten once idle.
+ */
 const byKey = new Map<string, KeyRateLimits>();
 
 export function rateLimitsFor(keyDigest: string): KeyRateLimits {
+	for (const [digest, { read, write }] of byKey)
+		if (digest !== keyDigest && read.idle() && write.idle()) byKey.delete(digest);
 	let limits = byKey.get(keyDigest);
 	if (!limits) byKey.set(keyDigest, (limits = new KeyRateLimits()));
 	return limits;

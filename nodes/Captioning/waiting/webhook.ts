@@ -39,7 +39,7 @@ export function resumeUrlFor(ctx: IExecuteFunctions, i: number, body: CreateJobB
 }
 
 /** How often On Webhook checks the jobs where it waits in place. */
-export const inPlaceWait = { pollS: 15 };
+export const IN_PLACE_POLL_S = 15;
 
 const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id === 'string';
 

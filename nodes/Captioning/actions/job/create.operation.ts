@@ -20,7 +20,7 @@ import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
 import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
 import { refuse } from '../../transport/errors';
-import { inPlaceWait, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
+import { IN_PLACE_POLL_S, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 
 /** Wait for Completion's choices; the AI Agent's tool offers all but On Webhook. */
 const DONT_WAIT: INodePropertyOptions = {
@@ -466,7 +466,7 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 		// A sub-workflow: a parent that waits for it would get its own input back on n8n 1.x (and
 		// whether it waits is not on n8n's node interface), so the jobs are waited for in place.
 		wait = 'poll';
-		interval = inPlaceWait.pollS;
+		interval = IN_PLACE_POLL_S;
 		batchOf(ctx).notes.webhookInPlace = 'subWorkflow';
 	}
 	const timeout = wait === 'none' ? 1 : (ctx.getNodeParameter('timeout', i) as number);
@@ -539,7 +539,7 @@ export async function execute(
 	if (order.wait === 'webhook' && placed.elsewhere) {
 		// Its events go to the execution that ordered it: checked here until it ends or its Timeout passes.
 		batch.notes.webhookInPlace = 'elsewhere';
-		job = await batch.waiter.wait(job, i, inPlaceWait.pollS, order.timeout).catch(() => job);
+		job = await batch.waiter.wait(job, i, IN_PLACE_POLL_S, order.timeout).catch(() => job);
 	}
 	// Once every item is ordered: the execution sleeps until the events say all jobs are final.
 	if (order.wait === 'webhook')
