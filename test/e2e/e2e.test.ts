@@ -670,7 +670,8 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(stdout.replace(/[A-Za-z0-9+/=]{200,}/g, '…')).toContain('idempotent_replayed');
 			// The execution's data (its items, the node context) holds the Webhook URL's token masked only.
 			expect(stdout).toContain('token=***');
-			expect(stdout).not.toContain(`token=${TOKEN}`);
+			const sent = String(sb.ledger.jobs.at(-1)!.body.webhook_url);
+			expect(stdout).not.toContain(sent.split('token=')[1]);
 			const upload = sb.ledger.uploads.at(-1)!;
 			expect(upload).toMatchObject({
 				filename: 'interview.mp4',
@@ -682,7 +683,10 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(job.body).toMatchObject({
 				upload_id: upload.id,
 				title: 'interview.mp4',
-				webhook_url: triggerUrl(),
+				// Job → Create adds the workspace's token to this n8n's trigger URL (the credential's own is for orders from outside n8n).
+				webhook_url: expect.stringMatching(
+					new RegExp(`^${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning\\?token=[\\w-]{32}$`),
+				),
 				metadata: { source_file: 'interview.mp4' },
 			});
 			await waitFor(async () =>
