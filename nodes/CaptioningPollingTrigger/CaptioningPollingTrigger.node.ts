@@ -15,7 +15,7 @@ import type { EventType } from '../Captioning/model/events';
 import { EVENT_OF_STATUS, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { refuse } from '../Captioning/transport/errors';
-import { listJobs, PAGE_SIZE } from '../Captioning/transport/jobs';
+import { jobPages, PAGE_SIZE } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
 import { filtersKey, finishedAt, finishedSince, firstState } from './cursor';
 
@@ -150,7 +150,8 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
 	const latest: Job[] = [];
 	for (const type of events) {
-		const found = (await listJobs(ctx, { status: STATUS_OF[type] }, PAGE_SIZE)).find(wanted);
+		const page = await jobPages(ctx, { status: STATUS_OF[type] }, { max: PAGE_SIZE }).next();
+		const found = ((page.value || []) as Job[]).find(wanted);
 		if (found) latest.push(found);
 	}
 	latest.sort((a, b) => finishedAt(b) - finishedAt(a));

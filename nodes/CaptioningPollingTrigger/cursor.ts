@@ -17,7 +17,7 @@ import { NodeApiError } from 'n8n-workflow';
 import { metadataMatches } from '../Captioning/listing/filters';
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
-import { jobPages, listJobs, notInWorkspace, readJob } from '../Captioning/transport/jobs';
+import { jobPages, notInWorkspace, readJob } from '../Captioning/transport/jobs';
 
 /** How long after its creation the service's list may first show a job (ms). */
 export const LAG_MS = 5 * 60000;
@@ -96,8 +96,13 @@ export async function firstState(ctx: IPollFunctions, filters: IDataObject): Pro
 				followed[job.id] = [at(job.created_at), above];
 			above = job.id;
 		});
-	follow(await listJobs(ctx, { status: 'queued' }));
-	follow(await listJobs(ctx, { status: 'processing' }));
+	for (const status of ['queued', 'processing']) {
+		let above = '';
+		for await (const page of jobPages(ctx, { status })) {
+			follow(page, above);
+			above = page.at(-1)?.id ?? above;
+		}
+	}
 	let horizon = 0;
 	let above = '';
 	for await (const page of jobPages(ctx)) {

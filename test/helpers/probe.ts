@@ -12,7 +12,7 @@ import { NodeApiError, UserError } from 'n8n-workflow';
 import { createReadStream } from 'node:fs';
 
 import { apiRequest, sendWithRetries } from '../../nodes/Captioning/transport';
-import { listJobs } from '../../nodes/Captioning/transport/jobs';
+import { jobPages } from '../../nodes/Captioning/transport/jobs';
 import { downloadFile, uploadFile } from '../../nodes/Captioning/transport/files';
 
 /**
@@ -69,12 +69,11 @@ export const probe: INodeType = {
 				];
 			}
 			case 'list': {
-				const jobs = await listJobs(
-					this,
-					(p.filters as IDataObject) ?? {},
-					p.limit as number | undefined,
-				);
-				return [[{ json: { ids: jobs.map((j) => j.id) } }]];
+				const ids: string[] = [];
+				const filters = (p.filters as IDataObject) ?? {};
+				for await (const page of jobPages(this, filters, { max: p.limit as number | undefined }))
+					ids.push(...page.map((job) => job.id));
+				return [[{ json: { ids } }]];
 			}
 			case 'upload': {
 				const file = p.file as string;

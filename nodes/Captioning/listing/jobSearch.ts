@@ -1,10 +1,9 @@
 // The Job field's list (a resource locator, as Google Drive's File): the newest jobs a page at a
 // time, each named by title, status and date; a search keeps those whose title or ID holds it.
-import type { IDataObject, ILoadOptionsFunctions, INodeListSearchResult } from 'n8n-workflow';
+import type { ILoadOptionsFunctions, INodeListSearchResult } from 'n8n-workflow';
 
-import type { JobList } from '../model/types';
-import { apiRequest } from '../transport';
-import { PAGE_SIZE } from '../transport/jobs';
+import type { Job } from '../model/types';
+import { jobPages, PAGE_SIZE } from '../transport/jobs';
 
 /** One page of the job list for the editor; the next page follows the last job read. */
 export async function searchJobs(
@@ -12,11 +11,10 @@ export async function searchJobs(
 	filter?: string,
 	paginationToken?: string,
 ): Promise<INodeListSearchResult> {
-	const qs: IDataObject = { limit: PAGE_SIZE };
-	if (paginationToken) qs.starting_after = paginationToken;
-	const { body } = await apiRequest<JobList>(this, 'GET', '/jobs', { qs });
+	const filters = paginationToken ? { starting_after: paginationToken } : {};
+	const page: Job[] = (await jobPages(this, filters, { max: PAGE_SIZE }).next()).value || [];
 	const search = filter?.trim().toLowerCase();
-	const jobs = body.data.filter(
+	const jobs = page.filter(
 		(job) =>
 			!search ||
 			job.title.toLowerCase().includes(search) ||
@@ -28,6 +26,6 @@ export async function searchJobs(
 			name: `${job.title || 'Untitled'} · ${job.status} · ${job.created_at.slice(0, 10)} ${job.created_at.slice(11, 16)} UTC`,
 			value: job.id,
 		})),
-		paginationToken: body.has_more ? body.data.at(-1)?.id : undefined,
+		paginationToken: page.length === PAGE_SIZE ? page.at(-1)?.id : undefined,
 	};
 }

@@ -46,17 +46,6 @@ export async function* jobPages(
 	}
 }
 
-/** GET /jobs, following `starting_after` while `has_more`, up to `max` jobs (all when undefined). */
-export async function listJobs(
-	ctx: ApiContext,
-	filters: IDataObject,
-	max?: number,
-): Promise<Job[]> {
-	const jobs: Job[] = [];
-	for await (const page of jobPages(ctx, filters, { max })) jobs.push(...page);
-	return jobs;
-}
-
 /**
  * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
  * newest first, as far back as the oldest of them, then one by one only what those pages did not
