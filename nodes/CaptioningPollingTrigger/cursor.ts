@@ -64,7 +64,7 @@ interface Poll extends Required<Pick<PollState, 'seen' | 'followed' | 'notices'>
 	since: number;
 	reported: Set<string>;
 	due: Job[];
-	checked: Set<string>;
+	read: Set<string>;
 }
 
 const reportOf = (job: Job) => `${job.id} ${job.status}`;
@@ -122,7 +122,7 @@ function visit(poll: Poll, job: Job, above: string): void {
 	const followed = poll.followed[job.id] !== undefined;
 	if (created >= poll.since && poll.seen[job.id] === undefined) poll.seen[job.id] = created;
 	else if (!followed) return;
-	poll.checked.add(job.id);
+	poll.read.add(job.id);
 	if (isFinal(job)) {
 		if (poll.wanted(job) && !poll.reported.has(reportOf(job))) poll.due.push(job);
 		delete poll.followed[job.id];
@@ -146,7 +146,7 @@ async function readList(poll: Poll, above: string, done: (end: number) => boolea
 }
 
 /** Followed jobs the poll has not read. */
-const unread = (poll: Poll) => Object.keys(poll.followed).filter((id) => !poll.checked.has(id));
+const unread = (poll: Poll) => Object.keys(poll.followed).filter((id) => !poll.read.has(id));
 
 /**
  * The page that starts at a followed job: the list from the job listed just above it (from the top
@@ -155,18 +155,18 @@ const unread = (poll: Poll) => Object.keys(poll.followed).filter((id) => !poll.c
  */
 async function readFrom(poll: Poll, id: string): Promise<number> {
 	const [created, above] = poll.followed[id];
-	const done = (end: number) => poll.checked.has(id) || end < created;
+	const done = (end: number) => poll.read.has(id) || end < created;
 	const end = await readList(poll, above, done).catch((error: unknown) => {
 		if (!(error instanceof NodeApiError && error.httpCode === '400' && above)) throw error;
 		poll.followed[id][1] = '';
 		return undefined;
 	});
-	if (poll.checked.has(id)) return end ?? created;
+	if (poll.read.has(id)) return end ?? created;
 	const job = await readJob(poll.ctx, id).catch((error: unknown) => {
 		if (notInWorkspace(error)) return undefined;
 		throw error;
 	});
-	poll.checked.add(id);
+	poll.read.add(id);
 	if (job) visit(poll, job, poll.followed[id][1]);
 	else delete poll.followed[id];
 	return created;
@@ -209,7 +209,7 @@ export async function finishedSince(
 		notices: [...(state.notices ?? [])],
 		reported: new Set(state.reported),
 		due: [],
-		checked: new Set(),
+		read: new Set(),
 	};
 	await readList(poll, '', (end) => end < poll.since);
 	const sweep = await readFollowed(poll, state.sweep);

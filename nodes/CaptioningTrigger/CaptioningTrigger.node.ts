@@ -12,7 +12,6 @@ import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
-import { respond } from '../Captioning/events/respond';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem, orderedWith, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
@@ -20,6 +19,12 @@ import { notInWorkspace } from '../Captioning/transport/jobs';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
 import { readUntilShown, STATUS_WAIT_MINUTES } from './readBack';
 import { learnTokens, takesToken } from './tokens';
+
+/** Answers a delivery that starts nothing with its status and why: n8n answers nothing more. */
+function refused(ctx: IWebhookFunctions, status: number, error: string): IWebhookResponseData {
+	ctx.getResponseObject().status(status).json({ error });
+	return { noWebhookResponse: true };
+}
 
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
@@ -89,10 +94,10 @@ export class CaptioningTrigger implements INodeType {
 	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 		if (!(await takesToken(this)))
-			return respond(this, 401, { error: 'The token in the URL is missing or wrong.' });
+			return refused(this, 401, 'The token in the URL is missing or wrong.');
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
-		if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
+		if (problem) return refused(this, 400, `Not a captioning event: ${problem}.`);
 		const event = body as unknown as CaptioningEvent;
 		if (!(this.getNodeParameter('events', []) as EventType[]).includes(event.type))
 			return {
@@ -119,7 +124,7 @@ export class CaptioningTrigger implements INodeType {
 		const reported = this.getMode() === 'webhook' ? ProcessedStore.of(this) : undefined;
 		const items: INodeExecutionData[] = [];
 		for (const [i, input] of this.getInputData().entries()) {
-			const item = await checked(this, input, verify, attach !== undefined);
+			const item = await readBackItem(this, input, verify, attach !== undefined);
 			const news = `${String(item?.json.id)} ${String(item?.json.event_type)}`;
 			if (item && !(await reported?.record(news))) items.push({ ...item, pairedItem: { item: i } });
 		}
@@ -133,7 +138,7 @@ export class CaptioningTrigger implements INodeType {
  * status, or (Verify Events) ordered with another URL. A job that still does not show the status
  * fails the execution, naming it.
  */
-async function checked(
+async function readBackItem(
 	ctx: IExecuteFunctions,
 	input: INodeExecutionData,
 	verify: boolean,

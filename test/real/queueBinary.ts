@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 
-import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/places';
+import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/limits';
 import { tlsPair } from '../helpers/https';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';

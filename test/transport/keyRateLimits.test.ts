@@ -1,4 +1,4 @@
-// The key's rate limits (transport/places.ts) and a request's attempts (transport/retries.ts)
+// The key's rate limits (transport/limits.ts) and a request's attempts (transport/retries.ts)
 // under jest's fake clock: each rule written at the top of places.ts, decided by the clock it
 // is given, not by how busy the machine is.
 import type { IN8nHttpFullResponse, INode, NodeApiError } from 'n8n-workflow';
@@ -12,7 +12,7 @@ import {
 	KeyRateLimits,
 	rateLimitSettings,
 	WaitedTooLong,
-} from '../../nodes/Captioning/transport/places';
+} from '../../nodes/Captioning/transport/limits';
 
 beforeEach(() => jest.useFakeTimers());
 afterEach(() => jest.useRealTimers());

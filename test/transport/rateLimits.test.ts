@@ -1,4 +1,4 @@
-// One pace per API key (transport/places.ts), in n8n's execution engine against the sandbox: runs
+// One pace per API key (transport/limits.ts), in n8n's execution engine against the sandbox: runs
 // that use the same key at once share what the service allows, whichever node or trigger sends.
 import type { IDataObject, INodeExecutionData } from 'n8n-workflow';
 

@@ -14,7 +14,7 @@ import { pollTrigger } from '../engine/polling';
 import { orderDirectly } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox, useSandbox } from '../helpers/sandbox';
-import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/places';
+import { DEFAULT_CONCURRENCY } from '../../nodes/Captioning/transport/limits';
 
 let sb: Sandbox;
 useSandbox((s) => (sb = s));

@@ -1,7 +1,7 @@
 // Batching → Concurrency: the panel option of the operations that send files or order.
 import type { INodeProperties } from 'n8n-workflow';
 
-import { DEFAULT_CONCURRENCY } from '../transport/places';
+import { DEFAULT_CONCURRENCY } from '../transport/limits';
 
 /** Batching → Concurrency, for the operations that send files or order. */
 export const batchingField: INodeProperties = {

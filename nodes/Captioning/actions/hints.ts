@@ -4,14 +4,14 @@ import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n
 
 import { TEXT_CHARS } from '../captions';
 import { IN_PLACE_POLL_S } from '../waiting/webhook';
-import type { RunNotes } from './batchState';
-import { batchOf } from './batchState';
+import type { RunNotes } from './runState';
+import { runStateOf } from './runState';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
 /** Shows the run's hints above its output (n8n 1.x and 2.x; nothing where n8n has no hints). */
 export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[]): void {
-	const runNotes = batchOf(ctx).notes;
+	const runNotes = runStateOf(ctx).notes;
 	const hints: NodeExecutionHint[] = [];
 	const jobs = outputs.filter((o) => o.json.object === 'job');
 	const replayed = jobs.filter((o) => o.json.idempotent_replayed === true).length;

@@ -1,9 +1,9 @@
 // How one run of the node works through its items:
-// 1. Every item is checked first (the operation's `prepare`, which sends nothing, then its `check`,
+// 1. Every item is checked first (the operation's `prepare`, which sends nothing, then its `inspect`,
 //    e.g. an S3 object's HEAD, Concurrency at a time): a batch with a bad item orders nothing, unless
 //    Continue On Fail turns the bad items into error items.
 // 2. Then all items run at once: at most Concurrency of their requests under way, each also waiting
-//    for its turn under the key's rate limits (transport/places.ts).
+//    for its turn under the key's rate limits (transport/limits.ts).
 // 3. Each item ends as its outputs or one error item, in input order, paired with its input.
 //    Without Continue On Fail, the first failure stops the batch (nothing more is sent) and its
 //    error names the items already ordered, with their job ids; a failure that sent nothing and
@@ -12,8 +12,8 @@ import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
 import { ItemOnlyError } from '../transport/errors';
-import { BatchStopped, DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
-import { batchOf, withOrdered } from './batchState';
+import { RunStopped, DEFAULT_CONCURRENCY, runConcurrency, runLimit } from '../transport/limits';
+import { runStateOf, withOrdered } from './runState';
 import type { NodeError } from './errorItems';
 import { asNodeError, errorItem } from './errorItems';
 import { showHints } from './hints';
@@ -28,7 +28,7 @@ export interface Operation<P = unknown> {
 	 * Checks outside the service that need a request but cost nothing (an S3 object's HEAD): run for
 	 * every item after `prepare`, Concurrency at a time, and before the first order of the batch.
 	 */
-	check?: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<void>;
+	inspect?: (this: IExecuteFunctions, itemIndex: number, prepared: P) => Promise<void>;
 	execute: (
 		this: IExecuteFunctions,
 		itemIndex: number,
@@ -79,8 +79,8 @@ async function runItems(
 	concurrency: number,
 ): Promise<INodeExecutionData[]> {
 	const count = ctx.getInputData().length;
-	const batch = batchOf(ctx);
-	const limit = runPlaces(ctx, concurrency);
+	const batch = runStateOf(ctx);
+	const limit = runLimit(ctx, concurrency);
 	runConcurrency.set(ctx, limit);
 	const outputs: INodeExecutionData[][] = [];
 	const run: { failure?: NodeError; itemFailure?: NodeError } = {};
@@ -90,14 +90,14 @@ async function runItems(
 		try {
 			return { value: await work() };
 		} catch (error) {
-			if (error instanceof BatchStopped) return undefined;
+			if (error instanceof RunStopped) return undefined;
 			const nodeError = asNodeError(ctx, error, i);
 			if (ctx.continueOnFail()) outputs[i] = [errorItem(ctx, nodeError, i)];
 			else if (error instanceof ItemOnlyError) run.itemFailure ??= nodeError;
 			else if (!run.failure) {
 				run.failure = nodeError;
 				limit.stop();
-				batch.waiter.stop(new BatchStopped());
+				batch.waiter.stop(new RunStopped());
 			}
 			return undefined;
 		}
@@ -105,13 +105,13 @@ async function runItems(
 	const prepared: Array<{ value: unknown } | undefined> = [];
 	for (let i = 0; i < count && !failure(); i++)
 		prepared[i] = await step(i, async () => await operation.prepare?.call(ctx, i));
-	const { check } = operation;
-	// Their requests Concurrency at a time; a failed check (without Continue On Fail) orders nothing.
-	if (check && !failure())
+	const { inspect } = operation;
+	// Their requests Concurrency at a time; a failed inspection (without Continue On Fail) orders nothing.
+	if (inspect && !failure())
 		await Promise.all(
 			prepared.map(async (p, i) => {
 				if (p)
-					prepared[i] = await step(i, async () => (await check.call(ctx, i, p.value), p.value));
+					prepared[i] = await step(i, async () => (await inspect.call(ctx, i, p.value), p.value));
 			}),
 		);
 	if (failure()) throw failure();
@@ -125,7 +125,7 @@ async function runItems(
 				});
 		}),
 	);
-	await batch.orders.settled();
+	await batch.orders.removalsDone();
 	const failed = failure() ?? run.itemFailure;
 	if (failed) throw withOrdered(failed, batch);
 	const result = outputs.flatMap((o) => o ?? []);

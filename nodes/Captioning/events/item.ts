@@ -6,7 +6,7 @@ import type { CaptionSettings } from '../captions';
 import { captionOutputs, captionSettings } from '../captions';
 import type { EventType } from '../model/events';
 import type { Job } from '../model/types';
-import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
+import { DEFAULT_CONCURRENCY, runConcurrency, runLimit } from '../transport/limits';
 import { hideSecrets } from '../transport/secrets';
 
 /** Attach Captions as set on a trigger, checked before any download; undefined when it is off. */
@@ -42,7 +42,7 @@ export async function withCaptions(
 	items: INodeExecutionData[],
 	settings: CaptionSettings,
 ): Promise<INodeExecutionData[]> {
-	runConcurrency.set(ctx, runPlaces(ctx, DEFAULT_CONCURRENCY));
+	runConcurrency.set(ctx, runLimit(ctx, DEFAULT_CONCURRENCY));
 	return await Promise.all(
 		items.map(async (input, i) => {
 			const item: INodeExecutionData = {

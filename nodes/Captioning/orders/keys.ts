@@ -67,8 +67,7 @@ export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: strin
 		delete rest.upload_id;
 		rest.file = { sha256: fileSha256 };
 	}
-	if (order.s3)
-		Object.assign(rest, { s3: order.s3.checked!.url, version: order.s3.checked!.version });
+	if (order.s3) Object.assign(rest, { s3: order.s3.head!.url, version: order.s3.head!.version });
 	const orderJson = canonicalJson(rest);
 	const node = ctx.getNode();
 	const key =

@@ -41,8 +41,8 @@ function retryContext(ctx: IExecuteFunctions): {
  * tag, which names the object, never the link.
  */
 function signedLink(order: Order): string {
-	const { checked, hours } = order.s3!;
-	return presignGet(checked!.access, checked!.object, (hours + 1) * 3600, new Date());
+	const { head, hours } = order.s3!;
+	return presignGet(head!.access, head!.object, (hours + 1) * 3600, new Date());
 }
 
 /** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */

@@ -6,11 +6,11 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
-import type { CheckedObject } from '../s3/object';
+import type { HeadedObject } from '../s3/object';
 import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
-import type { Places } from '../transport/places';
-import { DEFAULT_CONCURRENCY, runConcurrency, runPlaces } from '../transport/places';
+import type { Limit } from '../transport/limits';
+import { DEFAULT_CONCURRENCY, runConcurrency, runLimit } from '../transport/limits';
 import { jobPages } from '../transport/jobs';
 import type { S3Access, S3Object } from '../s3/addresses';
 import { ProcessedStore } from '../transport/processedStore';
@@ -36,7 +36,7 @@ export interface Order {
 	body: CreateJobBody;
 	file?: InputFile;
 	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
-	s3?: { object: S3Object; hours: number; checked?: CheckedObject & { access: S3Access } };
+	s3?: { object: S3Object; hours: number; head?: HeadedObject & { access: S3Access } };
 	idempotency: 'auto' | 'custom' | 'none';
 	customKey?: string;
 	wait: 'none' | 'poll' | 'webhook';
@@ -58,13 +58,13 @@ export class RunOrders {
 	readonly underWay = new Map<string, Promise<Placed>>();
 	private scan: ReturnType<typeof jobScan> | undefined;
 	private readonly removals: Array<Promise<unknown>> = [];
-	private fileSlots: Places | undefined;
-	private readonly wholeFileSlot: Places;
+	private fileSlots: Limit | undefined;
+	private readonly wholeFileSlot: Limit;
 	private account: Promise<string> | undefined;
 
 	constructor(private readonly ctx: IExecuteFunctions) {
 		this.store = ProcessedStore.of(ctx);
-		this.wholeFileSlot = runPlaces(ctx, 1);
+		this.wholeFileSlot = runLimit(ctx, 1);
 	}
 
 	/**
@@ -78,7 +78,7 @@ export class RunOrders {
 		file: InputFile,
 		read: (file: InputFile) => Promise<T>,
 	): Promise<T> {
-		this.fileSlots ??= runPlaces(
+		this.fileSlots ??= runLimit(
 			this.ctx,
 			runConcurrency.get(this.ctx)?.size ?? DEFAULT_CONCURRENCY,
 		);
@@ -149,7 +149,7 @@ export class RunOrders {
 	}
 
 	/** Once every mark removal of the run is done. */
-	async settled(): Promise<void> {
+	async removalsDone(): Promise<void> {
 		await Promise.all(this.removals);
 	}
 

@@ -8,7 +8,7 @@ import { objectUrl, parseS3Uri, s3AccessOf, s3Uri, serviceUrl } from './addresse
 import { header, refuse } from '../transport/errors';
 import { sendWithRetries } from '../transport/retries';
 import { MAX_UPLOAD_BYTES } from '../model/types';
-import { explainS3 } from './answers';
+import { explainS3 } from './s3Errors';
 
 /**
  * Link Valid For: a day by default (see the field's description). At most 167 hours: the link is
@@ -18,7 +18,7 @@ import { explainS3 } from './answers';
 export const LINK_HOURS = { default: 24, max: 167 };
 
 /** What the HEAD found: the object and this version of it make the order what it is. */
-export interface CheckedObject {
+export interface HeadedObject {
 	object: S3Object;
 	/** The object's URL without any query: what outputs and the order's JSON show. */
 	url: string;
@@ -126,11 +126,11 @@ function refuseUnreadable(
  * One HEAD of the object: it exists, this credential may read it, and it is within the service's
  * limit. Any problem is an error naming bucket and key, before anything is ordered.
  */
-export async function checkS3Object(
+export async function headS3Object(
 	ctx: IExecuteFunctions,
 	i: number,
 	object: S3Object,
-): Promise<CheckedObject & { access: S3Access }> {
+): Promise<HeadedObject & { access: S3Access }> {
 	const access = s3AccessOf(await ctx.getCredentials('captioningS3Api', i));
 	if (typeof access === 'string')
 		refuse(
@@ -148,7 +148,7 @@ export async function checkS3Object(
 		{
 			retryable: true,
 			target: `the S3 store at ${new URL(serviceUrl(access)).origin}`,
-			check:
+			lookAt:
 				'Region and Custom Endpoint in the Captioning S3 Media credential (nothing was ordered)',
 			itemIndex: i,
 			keep: (status) => status < 500,

@@ -5,7 +5,7 @@ import type { IExecuteFunctions, IN8nHttpFullResponse, INode, JsonObject } from 
 import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 
 import type { ServiceError } from '../model/types';
-import { rateLimitSettings } from './places';
+import { rateLimitSettings } from './limits';
 import { withoutSignatures, withoutToken } from './secrets';
 
 const ADVICE: Record<string, string> = {

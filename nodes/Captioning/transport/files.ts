@@ -5,7 +5,7 @@ import type { FileBody, Upload } from '../model/types';
 import { header, refuse } from './errors';
 import type { ApiContext } from './index';
 import { apiRequest, sendWithRetries } from './index';
-import type { KeyRateLimits } from './places';
+import type { KeyRateLimits } from './limits';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
 export interface Download {

@@ -7,7 +7,7 @@ import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, serviceOf } from './service';
 import { hideSecrets } from './secrets';
 import { sleep } from './sleep';
-import { mayHaveReached } from './unanswered';
+import { mayHaveReached } from './networkErrors';
 
 export type { ApiContext };
 export { cancelSignal, CREDENTIAL_NAME, KEY_RELIED_ON_MS, sendWithRetries, sleep };

@@ -9,8 +9,8 @@
 import type { IN8nHttpFullResponse } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
-import type { RateLimit } from './places';
-import { BatchStopped, rateLimitSettings, runConcurrency, WaitedTooLong } from './places';
+import type { RateLimit } from './limits';
+import { RunStopped, rateLimitSettings, runConcurrency, WaitedTooLong } from './limits';
 import { apiError, describe, header, serviceError } from './errors';
 import {
 	certificateError,
@@ -19,7 +19,8 @@ import {
 	networkError,
 	notSentError,
 	refusedByN8n,
-} from './unanswered';
+} from './networkErrors';
+import type { Unanswered } from './networkErrors';
 import type { ApiContext } from './service';
 import { sleep } from './sleep';
 
@@ -39,18 +40,13 @@ const RETRY = {
  */
 export const KEY_RELIED_ON_MS = RETRY.maxTurnWaitMs;
 
-export interface SendOptions {
+export interface SendOptions extends Unanswered {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */
 	rateLimit?: RateLimit;
-	/** Names the target in network errors: never a URL with a signature in it. */
-	target: string;
-	/** What to check when no answer comes (default: the Base URL in the credentials). */
-	check?: string;
 	/** The answers handed back as they are, not retried nor turned into errors (default: 2xx). */
 	keep?: (status: number) => boolean;
-	itemIndex?: number;
 }
 
 export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
@@ -102,7 +98,7 @@ class Attempts {
 		}
 		// Not sent: the execution was cancelled, the run stopped (another item failed), or it waited too long.
 		if (this.cancel?.aborted) throw this.cancelled();
-		if (run?.stopSignal.aborted) throw new BatchStopped();
+		if (run?.stopSignal.aborted) throw new RunStopped();
 		throw new NodeOperationError(ctx.getNode(), waited as Error, {
 			itemIndex: options.itemIndex,
 			description:

@@ -8,8 +8,8 @@ import type {
 } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
-import type { KeyRateLimits } from './places';
-import { rateLimitsFor } from './places';
+import type { KeyRateLimits } from './limits';
+import { rateLimitsFor } from './limits';
 import { refuse } from './errors';
 
 export type ApiContext =

@@ -12,7 +12,6 @@ import type {
 	IWebhookResponseData,
 } from 'n8n-workflow';
 
-import { respond } from '../events/respond';
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { Job } from '../model/types';
@@ -26,6 +25,12 @@ function waitingItems(ctx: IWebhookFunctions): INodeExecutionData[] {
 
 const jobOf = (item: INodeExecutionData) =>
 	item.json.object === 'job' ? (item.json as unknown as Job) : undefined;
+
+/** Answers the event itself (n8n answers nothing more). */
+function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWebhookResponseData {
+	ctx.getResponseObject().status(status).json(body);
+	return { noWebhookResponse: true };
+}
 
 /** The answer to an event that leaves the execution sleeping. */
 const sleepOn = (): IWebhookResponseData => ({

@@ -12,13 +12,13 @@ import { MAX_INTERVAL_SECONDS, MAX_TIMEOUT_MINUTES } from '../../waiting/poll';
 import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
 import { batchingField } from '../batching';
-import { batchOf } from '../batchState';
+import { runStateOf } from '../runState';
 import { checkCustomKey } from '../../orders/keys';
 import type { Order } from '../../orders/runOrders';
 import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
-import { checkS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
+import { headS3Object, LINK_HOURS, s3ObjectOf } from '../../s3/object';
 import { refuse } from '../../transport/errors';
 import { IN_PLACE_POLL_S, resumeUrlFor, waitForJobs } from '../../waiting/webhook';
 
@@ -467,7 +467,7 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 		// whether it waits is not on n8n's node interface), so the jobs are waited for in place.
 		wait = 'poll';
 		interval = IN_PLACE_POLL_S;
-		batchOf(ctx).notes.webhookInPlace = 'subWorkflow';
+		runStateOf(ctx).notes.webhookInPlace = 'subWorkflow';
 	}
 	const timeout = wait === 'none' ? 1 : (ctx.getNodeParameter('timeout', i) as number);
 	const bounds = [
@@ -515,14 +515,14 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 	const order: Order = { body, ...media, idempotency, customKey, ...wait };
 	if (wait.wait === 'webhook') {
 		body.webhook_url = resumeUrlFor(this, i, body);
-		batchOf(this).webhookTimeouts.set(i, wait.timeout);
+		runStateOf(this).webhookTimeouts.set(i, wait.timeout);
 	}
 	return order;
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */
-export async function check(this: IExecuteFunctions, i: number, order: Order): Promise<void> {
-	if (order.s3) order.s3.checked = await checkS3Object(this, i, order.s3.object);
+export async function inspect(this: IExecuteFunctions, i: number, order: Order): Promise<void> {
+	if (order.s3) order.s3.head = await headS3Object(this, i, order.s3.object);
 }
 
 export async function execute(
@@ -530,7 +530,7 @@ export async function execute(
 	i: number,
 	order: Order,
 ): Promise<INodeExecutionData[]> {
-	const batch = batchOf(this);
+	const batch = runStateOf(this);
 	const placed = await placeOrder(this, i, order, batch.orders);
 	batch.ordered.set(i, placed.job.id);
 	batch.replays.add(replaysOf(order));

@@ -15,7 +15,7 @@ import {
 } from '../../listing/filters';
 import type { Job } from '../../model/types';
 import { jobPages } from '../../transport/jobs';
-import { batchOf } from '../batchState';
+import { runStateOf } from '../runState';
 import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
@@ -111,7 +111,7 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 		if (found.length >= limit) break;
 	}
 	if (filtered && found.length < limit) {
-		const { notes } = batchOf(this);
+		const { notes } = runStateOf(this);
 		notes.wholeHistory = {
 			read: (notes.wholeHistory?.read ?? 0) + read,
 			matched: (notes.wholeHistory?.matched ?? 0) + found.length,

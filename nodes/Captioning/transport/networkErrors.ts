@@ -5,8 +5,15 @@ import type { IDataObject, INode, NodeApiError } from 'n8n-workflow';
 import { UserError } from 'n8n-workflow';
 
 import { apiError } from './errors';
-import type { SendOptions } from './retries';
 import { withoutSignatures } from './secrets';
+
+/** The request an error names: its target (never a URL with a signature), what to look at, its item. */
+export interface Unanswered {
+	target: string;
+	/** Where to look when no answer comes (default: the Base URL in the credentials). */
+	lookAt?: string;
+	itemIndex?: number;
+}
 
 /** An error for a request that got no answer: no status, no field, no request id. */
 const unanswered = (
@@ -23,10 +30,10 @@ export function networkError(
 	node: INode,
 	cause: unknown,
 	attempts: number,
-	{ target, itemIndex, check = 'the Base URL in the credentials' }: SendOptions,
+	{ target, itemIndex, lookAt = 'the Base URL in the credentials' }: Unanswered,
 ): NodeApiError {
 	const code = networkCodeOf(cause) ?? 'ECONNECTION';
-	const description = `No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check ${check}, the network and any proxy between n8n and ${target}.`;
+	const description = `No response arrived${attempts > 1 ? ` in ${attempts} attempts` : ''}. Check ${lookAt}, the network and any proxy between n8n and ${target}.`;
 	return unanswered(node, code, `Could not reach ${target} (${code})`, description, itemIndex);
 }
 
@@ -104,7 +111,7 @@ export function certificateProblem(cause: unknown): string | undefined {
 export function certificateError(
 	node: INode,
 	cause: unknown,
-	{ target, itemIndex }: SendOptions,
+	{ target, itemIndex }: Unanswered,
 ): NodeApiError {
 	const code = certificateProblem(cause)!;
 	return unanswered(
@@ -120,7 +127,7 @@ export function certificateError(
 export function notSentError(
 	node: INode,
 	cause: unknown,
-	{ target, itemIndex }: SendOptions,
+	{ target, itemIndex }: Unanswered,
 ): NodeApiError {
 	const levels = chain(cause);
 	// The innermost words are n8n's own (its wrappers repeat or generalise them).

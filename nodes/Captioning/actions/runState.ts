@@ -15,7 +15,7 @@ export interface RunNotes {
 }
 
 /** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
-class Batch {
+class RunState {
 	readonly waiter: JobWaiter;
 	readonly orders: RunOrders;
 	/** Item index → job id, for every order the service accepted in this run. */
@@ -34,17 +34,17 @@ class Batch {
 	}
 }
 
-const batches = new WeakMap<object, Batch>();
+const runStates = new WeakMap<object, RunState>();
 
 /** The batch of this node run (one is made for a run outside the router, e.g. in a test). */
-export function batchOf(ctx: IExecuteFunctions): Batch {
-	let batch = batches.get(ctx);
-	if (!batch) batches.set(ctx, (batch = new Batch(ctx)));
+export function runStateOf(ctx: IExecuteFunctions): RunState {
+	let batch = runStates.get(ctx);
+	if (!batch) runStates.set(ctx, (batch = new RunState(ctx)));
 	return batch;
 }
 
 /** Adds to a failure the orders placed before the batch stopped, so that none is lost from sight. */
-export function withOrdered(error: NodeError, { ordered, replays }: Batch): NodeError {
+export function withOrdered(error: NodeError, { ordered, replays }: RunState): NodeError {
 	if (ordered.size === 0) return error;
 	const list = [...ordered].sort(([a], [b]) => a - b);
 	const named = list.map(([item, job]) => `item ${item} → job ${job}`).join(', ');

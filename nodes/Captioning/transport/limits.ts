@@ -1,4 +1,4 @@
-// Places for requests under way: at most so many at once, the rest wait in line.
+// Limit for requests under way: at most so many at once, the rest wait in line.
 // - A node run's Concurrency (Batching → Concurrency) is one: ranked by item, all refused once the
 //   run has stopped.
 // - The service's rate limits are others: for each API key and Base URL, one for its reads and one
@@ -17,7 +17,7 @@ import { sleep } from './sleep';
 export const DEFAULT_CONCURRENCY = 4;
 
 /** A request that was not sent because the batch stopped (another item failed). */
-export class BatchStopped extends Error {
+export class RunStopped extends Error {
 	constructor() {
 		super('Not sent: the batch stopped after another item failed');
 	}
@@ -32,7 +32,7 @@ export class WaitedTooLong extends Error {
 	}
 }
 
-interface Waiter {
+interface Queued {
 	/**
 	 * Its rank (a run's: the item index): the lowest first, in order of arrival among equals, so an
 	 * item's next request (a retry after a 429, its POST after its upload) goes before later items'
@@ -43,9 +43,9 @@ interface Waiter {
 	leave: (error: Error) => void;
 }
 
-export class Places {
+export class Limit {
 	private active = 0;
-	private readonly line: Waiter[] = [];
+	private readonly line: Queued[] = [];
 	private heldUntil = 0;
 	private holding = false;
 	private readonly stopping = new AbortController();
@@ -53,14 +53,14 @@ export class Places {
 	readonly stopSignal = this.stopping.signal;
 
 	/**
-	 * `cancel`: the execution's cancel signal, which stops them as a failed batch does. `settle`:
+	 * `cancel`: the execution's cancel signal, which stops them as a failed batch does. `grantLater`:
 	 * a place given back goes to the next a turn of the event loop later, so that a request that
 	 * failed stops the batch first.
 	 */
 	constructor(
 		readonly size: number,
 		cancel?: AbortSignal,
-		private readonly settle = false,
+		private readonly grantLater = false,
 	) {
 		cancel?.addEventListener('abort', () => this.stop(), { once: true });
 	}
@@ -70,17 +70,17 @@ export class Places {
 	 * gives it back.
 	 */
 	async take(rank = 0, maxWaitMs = Infinity, signal?: AbortSignal): Promise<() => void> {
-		if (this.stopSignal.aborted) throw new BatchStopped();
+		if (this.stopSignal.aborted) throw new RunStopped();
 		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
 		await new Promise<void>((go, reject) => {
 			const since = Date.now();
 			const waiting = new AbortController();
-			const onAbort = () => waiter.leave(new Error('Not sent: no longer wanted'));
-			const waiter: Waiter = {
+			const onAbort = () => queued.leave(new Error('Not sent: no longer wanted'));
+			const queued: Queued = {
 				rank,
 				go: () => (waiting.abort(), signal?.removeEventListener('abort', onAbort), go()),
 				leave: (error) => {
-					const at = this.line.indexOf(waiter);
+					const at = this.line.indexOf(queued);
 					if (at < 0) return;
 					this.line.splice(at, 1);
 					waiting.abort();
@@ -91,10 +91,10 @@ export class Places {
 			signal?.addEventListener('abort', onAbort, { once: true });
 			if (maxWaitMs < Infinity)
 				sleep(maxWaitMs, waiting.signal).then(
-					() => waiter.leave(new WaitedTooLong(Date.now() - since)),
+					() => queued.leave(new WaitedTooLong(Date.now() - since)),
 					() => undefined, // it left the line before its deadline
 				);
-			this.line.push(waiter);
+			this.line.push(queued);
 			this.grant();
 		});
 		let given = false;
@@ -102,7 +102,7 @@ export class Places {
 			if (given) return;
 			given = true;
 			this.active -= 1;
-			if (this.settle) void sleep(0).then(() => this.grant());
+			if (this.grantLater) void sleep(0).then(() => this.grant());
 			else this.grant();
 		};
 	}
@@ -121,7 +121,7 @@ export class Places {
 	stop(): void {
 		if (this.stopSignal.aborted) return;
 		this.stopping.abort();
-		for (const waiter of [...this.line]) waiter.leave(new BatchStopped());
+		for (const queued of [...this.line]) queued.leave(new RunStopped());
 	}
 
 	private grant(): void {
@@ -142,11 +142,11 @@ export class Places {
 }
 
 /** A node run's Concurrency: places ranked by item, none once the run stopped (or was cancelled). */
-export const runPlaces = (ctx: IExecuteFunctions, size: number) =>
-	new Places(size, ctx.getExecutionCancelSignal(), true);
+export const runLimit = (ctx: IExecuteFunctions, size: number) =>
+	new Limit(size, ctx.getExecutionCancelSignal(), true);
 
 /** The Concurrency every request sent through a `ctx` (one node run) shares. */
-export const runConcurrency = new WeakMap<object, Places>();
+export const runConcurrency = new WeakMap<object, Limit>();
 
 export const rateLimitSettings = {
 	/** The longest a Retry-After holds a key's limit; a longer one is refused, not held. */
@@ -160,7 +160,7 @@ export const rateLimitSettings = {
 	inFlight: 4,
 } as const;
 
-export class RateLimit extends Places {
+export class RateLimit extends Limit {
 	/** Whether it paces the key's reads or its writes (a write's 429s wait longer: retries.ts). */
 	constructor(readonly kind: 'read' | 'write') {
 		super(rateLimitSettings.inFlight);
