@@ -7,7 +7,7 @@ import type {
 	INodeProperties,
 } from 'n8n-workflow';
 
-import { baseUrlOf, underBaseUrl } from '../nodes/Captioning/transport/service';
+import { baseUrlOf, inClear, underBaseUrl } from '../nodes/Captioning/transport/service';
 
 /** What the credential test says for each error code the service answers its request with. */
 const TEST_REFUSALS: Record<string, string> = {
@@ -86,6 +86,8 @@ export class CaptioningApi implements ICredentialType {
 		requestOptions: IHttpRequestOptions,
 	): Promise<IHttpRequestOptions> {
 		const baseUrl = baseUrlOf(credentials);
+		const clear = inClear(baseUrl);
+		if (clear) throw new Error(`${clear} Nothing was sent.`);
 		// n8n's own requests carry `url` (and `baseURL` for the credential test); the HTTP Request node's carry `uri`.
 		const { uri, url = '', baseURL } = requestOptions as IHttpRequestOptions & { uri?: string };
 		const target =

@@ -3,6 +3,7 @@
 // real n8n.
 import { CaptioningApi } from '../../credentials/CaptioningApi.credentials';
 import { pressTest as pressCredentialTest } from '../engine/credentialTest';
+import { runCaptioning } from '../helpers/captioning';
 import type { Sandbox } from '../helpers/sandbox';
 import { createSandbox } from '../helpers/sandbox';
 
@@ -87,6 +88,35 @@ test('authenticate gives the key only to URLs under the Base URL: another host, 
 	).rejects.toThrow(
 		/\), and https:\/\/bucket\.example\.net\/v1\/a\.mp4 is not one: nothing was sent\./,
 	);
+});
+
+test('a plain http:// Base URL on the internet is refused before anything is sent, saying why; localhost and private addresses are taken', async () => {
+	const authenticate = credential.authenticate as (c: object, o: object) => Promise<unknown>;
+	await expect(
+		authenticate(
+			{ apiKey: 'sk_abc', baseUrl: 'http://api.example.com/v1' },
+			{ url: 'http://api.example.com/v1/account' },
+		),
+	).rejects.toThrow(
+		/^The Base URL http:\/\/api\.example\.com is not HTTPS, so the API key would cross the network in clear\. Use its https:\/\/ address; .* Nothing was sent\.$/,
+	);
+	for (const host of ['localhost:4010', '127.0.0.1:4010', '10.0.0.7', '192.168.1.20', '172.20.0.3'])
+		await expect(
+			authenticate(
+				{ apiKey: 'sk_abc', baseUrl: `http://${host}/v1` },
+				{ url: `http://${host}/v1/account` },
+			),
+		).resolves.toBeDefined();
+	sb.resetLedger();
+	const run = await runCaptioning(
+		sb,
+		{ resource: 'account', operation: 'get' },
+		{
+			baseUrl: 'http://captioning.example.com/v1',
+		},
+	);
+	expect(run.failure?.message).toBe('The Base URL http://captioning.example.com/v1 is not HTTPS');
+	expect(sb.ledger.requests).toHaveLength(0);
 });
 
 test('a good key passes, a full and a read-only one alike', async () => {

@@ -105,39 +105,10 @@ describe('Upload → Create', () => {
 });
 
 describe('Job → Get and Get Many', () => {
-	test('Get returns the job; Simplify flattens it', async () => {
+	test('Get returns the job as the service shows it: the same shape as Job → Create and the triggers', async () => {
 		const id = await order({ title: 'One', metadata: { k: 'v' } });
-		const full = await runCaptioning(sb, {
-			resource: 'job',
-			operation: 'get',
-			jobId: id,
-			simplify: false,
-		});
-		expect(full.items[0].json).toMatchObject({
-			id,
-			object: 'job',
-			title: 'One',
-			options: expect.any(Object),
-		});
-		const simple = await runCaptioning(sb, {
-			resource: 'job',
-			operation: 'get',
-			jobId: id,
-			simplify: true,
-		});
-		expect(simple.items[0].json).toEqual({
-			id,
-			title: 'One',
-			status: 'queued',
-			progress: null,
-			eta: null,
-			duration_seconds: 300,
-			cost_usd: '1.50',
-			cancellation_reason: null,
-			created_at: expect.any(String),
-			completed_at: null,
-			metadata: { k: 'v' },
-		});
+		const got = await runCaptioning(sb, { resource: 'job', operation: 'get', jobId: id });
+		expect(got.items[0].json).toEqual(sb.job(id));
 	});
 
 	test('Get of an unknown job is a 404 naming the workspace', async () => {
@@ -171,7 +142,6 @@ describe('Job → Get and Get Many', () => {
 			resource: 'job',
 			operation: 'getAll',
 			returnAll: true,
-			simplify: false,
 		});
 		expect(all.items.length).toBeGreaterThanOrEqual(7);
 		expect(all.items[0].json).toHaveProperty('options');

@@ -433,13 +433,11 @@ test('Job → Get and Get Many show the S3 job without the signature too', async
 		resource: 'job',
 		operation: 'get',
 		jobId: id,
-		simplify: false,
 	});
 	const many = await runCaptioning(sb, {
 		resource: 'job',
 		operation: 'getAll',
 		limit: 5,
-		simplify: false,
 	});
 	expect((got.items[0].json.media as IDataObject).url).toBe(
 		`${s3.endpoint}/${s3.bucket}/videos/d.mp4`,

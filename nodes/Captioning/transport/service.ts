@@ -63,9 +63,22 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 			`The Base URL "${baseUrl}" in the Captioning API credentials is not valid`,
 			'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		);
+	const clear = inClear(baseUrl);
+	if (clear) refuse(ctx, itemIndex, `The Base URL ${baseUrl} is not HTTPS`, `${clear} Nothing was sent.`);
 	const apiKey = String(credentials.apiKey ?? '');
 	const keyDigest = createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex');
 	return { baseUrl, rateLimits: rateLimitsFor(keyDigest) };
+}
+
+/** A host plain http:// may reach: this machine or a private network (a test server), never the internet. */
+const PRIVATE_HOST =
+	/^(localhost|.+\.localhost|127(\.\d+){3}|10(\.\d+){3}|192\.168(\.\d+){2}|172\.(1[6-9]|2\d|3[01])(\.\d+){2}|\[::1\]|\[f[cd][0-9a-f]{2}:.*\])$/i;
+
+/** Why the key may not travel to this Base URL, if so: plain http:// to a host on the internet. */
+export function inClear(baseUrl: string): string | undefined {
+	const url = httpUrl(baseUrl);
+	if (url?.protocol !== 'http:' || PRIVATE_HOST.test(url.hostname)) return undefined;
+	return `The Base URL ${url.origin} is not HTTPS, so the API key would cross the network in clear. Use its https:// address; plain http:// is taken only for localhost and private network addresses (a test server).`;
 }
 
 /** The text as an http(s) URL; undefined when it is none. */

@@ -1,7 +1,6 @@
 // Fields and output shapes shared by the Job operations.
-import type { IDataObject, INodeProperties } from 'n8n-workflow';
+import type { INodeProperties } from 'n8n-workflow';
 
-import type { Job } from '../../model/types';
 import { UUID_PATTERN } from '../../model/types';
 
 export const jobIdField: INodeProperties = {
@@ -38,29 +37,3 @@ export const jobIdField: INodeProperties = {
 		},
 	],
 };
-
-export const simplifyField: INodeProperties = {
-	displayName: 'Simplify',
-	name: 'simplify',
-	type: 'boolean',
-	default: true,
-	description:
-		'Whether to return a simplified version of each job (ID, title, status, progress, duration, cost, dates, cancellation reason, metadata) instead of the full object',
-};
-
-/** The fields people act on, flat. */
-export function simplifyJob(job: Job): IDataObject {
-	return {
-		id: job.id,
-		title: job.title,
-		status: job.status,
-		progress: job.progress,
-		eta: job.eta,
-		duration_seconds: job.media?.duration_seconds ?? null,
-		cost_usd: job.cost?.amount ?? null,
-		cancellation_reason: job.cancellation?.reason ?? null,
-		created_at: job.created_at,
-		completed_at: job.completed_at,
-		metadata: job.metadata,
-	};
-}

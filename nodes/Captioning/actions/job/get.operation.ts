@@ -3,9 +3,9 @@ import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
 
 import type { Job } from '../../model/types';
 import { readJob } from '../../transport/jobs';
-import { jobIdField, simplifyField, simplifyJob } from './common';
+import { jobIdField } from './common';
 
-const properties: INodeProperties[] = [jobIdField, simplifyField];
+const properties: INodeProperties[] = [jobIdField];
 
 export const description = updateDisplayOptions(
 	{ show: { resource: ['job'], operation: ['get'] } },
@@ -31,7 +31,5 @@ export async function getJob(ctx: IExecuteFunctions, i: number): Promise<Job> {
 }
 
 export async function execute(this: IExecuteFunctions, i: number): Promise<INodeExecutionData[]> {
-	const job = await getJob(this, i);
-	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
-	return [{ json: simplify ? simplifyJob(job) : (job as unknown as INodeExecutionData['json']) }];
+	return [{ json: (await getJob(this, i)) as unknown as INodeExecutionData['json'] }];
 }

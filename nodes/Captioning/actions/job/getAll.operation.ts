@@ -16,7 +16,6 @@ import {
 import type { Job } from '../../model/types';
 import { jobPages } from '../../transport/jobs';
 import { runStateOf } from '../runState';
-import { simplifyField, simplifyJob } from './common';
 
 const properties: INodeProperties[] = [
 	{
@@ -81,7 +80,6 @@ const properties: INodeProperties[] = [
 			},
 		],
 	},
-	simplifyField,
 ];
 
 export const description = updateDisplayOptions(
@@ -98,7 +96,6 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 	const returnAll = this.getNodeParameter('returnAll', i) as boolean;
 	const limit = returnAll ? Infinity : (this.getNodeParameter('limit', i) as number);
 	const { status, ...filters } = this.getNodeParameter('filters', i, {}) as IDataObject;
-	const simplify = this.getNodeParameter('simplify', i, true) as boolean;
 	const filtered = filtersWhileReading(filters);
 	const matches = (job: Job) => metadataMatches(job, filters) && titleMatches(job, filters);
 	const max = filtered ? Infinity : limit;
@@ -118,6 +115,6 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 		};
 	}
 	return found.slice(0, limit).map((job) => ({
-		json: simplify ? simplifyJob(job) : (job as unknown as IDataObject),
+		json: job as unknown as IDataObject,
 	}));
 }
