@@ -77,9 +77,8 @@ export class CaptioningApi implements ICredentialType {
 	 * Adds `Authorization: Bearer <key>`, only to a URL under the Base URL (same origin, a path inside
 	 * it), and follows no redirect: in n8n's HTTP Request node a user may type any URL, and the key
 	 * must not leave the service. A function rather than the generic `'=Bearer {{$credentials.apiKey}}'`: n8n resolves
-	 * a generic definition with the workflow's expression engine at every request, and in n8n
-	 * 2.41.1 a poll that overlaps another loses that engine when the other ends (CONTRIBUTING,
-	 * "n8n's faults"); a function needs none.
+	 * a generic definition with the workflow's expression engine at every request, which an
+	 * overlapping poll can lose in n8n 2.x (CONTRIBUTING, "n8n's faults"); a function needs none.
 	 */
 	async authenticate(
 		credentials: ICredentialDataDecryptedObject,

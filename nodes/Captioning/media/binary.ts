@@ -21,7 +21,7 @@ export const inputFileField: INodeProperties = {
 		'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
 };
 
-/** Read size for files from the binary store: the fastest in npm run bench (CONTRIBUTING, Performance). */
+/** Read size for files from the binary store. */
 const STREAM_CHUNK_BYTES = 256 * 1024;
 
 export interface InputFile {
@@ -77,8 +77,7 @@ const PROBE_BYTES = 1024 * 1024;
 
 /**
  * The SHA-256 of the file's first `maxBytes` (all of it by default), read as a stream (memory stays
- * flat; a second read of the file, measured by npm run bench): what tells a repeat of an order from
- * a new one.
+ * flat): what tells a repeat of an order from a new one.
  */
 export async function fileSha256(file: InputFile, maxBytes = Infinity): Promise<string> {
 	const hash = createHash('sha256');

@@ -11,9 +11,8 @@ import { MAX_UPLOAD_BYTES } from '../model/types';
 import { explainS3 } from './s3Errors';
 
 /**
- * Link Valid For: a day by default (see the field's description). At most 167 hours: the link is
- * signed at the start of the hour (see orders/place.ts) and lives an hour more than asked, within
- * the week SigV4 allows.
+ * Link Valid For: a day by default (see the field's description). At most 167 hours: the link lives
+ * an hour more than asked (orders/place.ts), within the week SigV4 allows.
  */
 export const LINK_HOURS = { default: 24, max: 167 };
 

@@ -1,13 +1,11 @@
-// Limit for requests under way: at most so many at once, the rest wait in line.
-// - A node run's Concurrency (Batching → Concurrency) is one: ranked by item, all refused once the
-//   run has stopped.
+// Limits on requests under way: at most so many at once, the rest wait in line.
+// - A node run's Concurrency is one: ranked by item, all refused once the run has stopped.
 // - The service's rate limits are others: for each API key and Base URL, one for its reads and one
 //   for its writes, shared by every workflow and run in this process that sends with the key. A 429
 //   holds its limit for every request until its Retry-After has passed (1 s without one; a longer
 //   one during a hold extends it); a Retry-After over `maxHoldMs` is not held, its request fails
 //   naming the wait (retries.ts). At most `inFlight` of a limit are under way at once, in the order
-//   they came: it bounds how many go into the next 429 when a hold ends (the bench's
-//   sharedKey429Share, ≤ 0.3). Storage hosts have no limit.
+//   they came: it bounds how many go into the next 429 when a hold ends. Storage hosts have no limit.
 // A request that waits for its place past its deadline, or is no longer wanted, leaves unsent.
 import type { IExecuteFunctions } from 'n8n-workflow';
 
