@@ -449,6 +449,22 @@ describe('a repeat never rests on how long the service keeps an Idempotency-Key'
 		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual(['GET /jobs 403']);
 	});
 
+	test("without n8n's deduplication store (a workflow without an id, as an AI Agent's tool call runs): a first order is placed, a new run sends it again with its key and the service replays it", async () => {
+		const first = await runCaptioning(sb, create(), { input: urls(['no-store']), workflowId: '' });
+		expect(first.failure).toBeUndefined();
+		expect(first.items[0].json.idempotent_replayed).toBe(false);
+		const again = await runCaptioning(sb, create(), { input: urls(['no-store']), workflowId: '' });
+		expect(again.items[0].json).toMatchObject({
+			id: first.items[0].json.id,
+			idempotent_replayed: true,
+		});
+		expect(sb.ledger.requests.map((r) => `${r.route} ${r.status}`)).toEqual([
+			'POST /jobs 201',
+			'POST /jobs 200',
+		]);
+		expect(sb.ledger.charges).toHaveLength(1);
+	});
+
 	test("a first order reads nothing: n8n's deduplication store says this node never sent it", async () => {
 		const run = await runCaptioning(sb, create(), {
 			input: urls(['fresh-1', 'fresh-2', 'fresh-3']),
