@@ -39,7 +39,7 @@ export class CaptioningApi implements ICredentialType {
 			default: '',
 			required: true,
 			description:
-				"An API key of your captioning workspace, from the dashboard's API keys page. Read-only keys can read jobs, captions and the account; ordering captions and uploading files need a key with full access.",
+				'An API key of your captioning workspace (ordering and uploading need one with full access)',
 		},
 		{
 			displayName: 'Base URL',
@@ -49,7 +49,7 @@ export class CaptioningApi implements ICredentialType {
 			required: true,
 			placeholder: 'https://api.your-captioning-service.com/v1',
 			description:
-				"The address of the captioning API as your account's documentation gives it, ending in /v1, e.g. https://api.example.com/v1. The API key is sent to this address only.",
+				"The captioning API's address, ending in /v1, e.g. https://api.example.com/v1 (the API key goes nowhere else)",
 		},
 		{
 			displayName: 'Webhook Secret Token',
@@ -58,7 +58,7 @@ export class CaptioningApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			description:
-				"Optional: a long random text of your own, for jobs ordered outside n8n (the dashboard, your own code), whose Webhook URL is a Captioning Trigger's Production URL followed by ?token= and this text. Jobs ordered with Job → Create need none.",
+				"Optional: a token of your own, for jobs ordered outside n8n, added as ?token= to the Captioning Trigger's Production URL",
 		},
 	];
 

@@ -64,7 +64,7 @@ export class CaptioningS3Api implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			description:
-				'Only for temporary credentials (AWS STS). A link signed with them stops working when they expire, whatever its own expiry.',
+				'Only for temporary credentials (AWS STS): a link signed with them stops working when they expire',
 		},
 		{
 			displayName: 'Region',
@@ -73,8 +73,7 @@ export class CaptioningS3Api implements ICredentialType {
 			default: 'us-east-1',
 			required: true,
 			placeholder: 'e.g. eu-central-1',
-			description:
-				'The region of the buckets, e.g. eu-central-1. Cloudflare R2: auto. Other S3-compatible stores: the region their documentation names (often us-east-1).',
+			description: 'The region of the buckets, e.g. eu-central-1 (Cloudflare R2: auto)',
 		},
 		{
 			displayName: 'Custom Endpoint',
@@ -83,7 +82,7 @@ export class CaptioningS3Api implements ICredentialType {
 			default: '',
 			placeholder: 'e.g. https://<account-id>.r2.cloudflarestorage.com',
 			description:
-				'Empty for AWS. For S3-compatible stores (MinIO, Cloudflare R2, Wasabi, Backblaze B2, Ceph): their S3 endpoint URL. The service fetches the media from it, so it must be reachable from the internet.',
+				'Empty for AWS; for an S3-compatible store (MinIO, R2, Wasabi, B2), its S3 address, e.g. https://s3.example.com',
 		},
 		{
 			displayName: 'Force Path Style',
@@ -91,7 +90,7 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'boolean',
 			default: false,
 			description:
-				'Whether to address objects as endpoint/bucket/key instead of bucket.endpoint/key. MinIO and Ceph usually need it; AWS, R2 and Wasabi do not.',
+				'Whether to address objects as endpoint/bucket/key (MinIO and Ceph usually need it)',
 		},
 		{
 			displayName: 'Bucket to Test',
@@ -100,7 +99,7 @@ export class CaptioningS3Api implements ICredentialType {
 			default: '',
 			placeholder: 'e.g. my-videos',
 			description:
-				'Optional. The credential test lists one object of this bucket, which also checks the region. Empty: the test lists your buckets.',
+				'Optional: a bucket the credential test lists one object of (which checks the region too)',
 		},
 	];
 

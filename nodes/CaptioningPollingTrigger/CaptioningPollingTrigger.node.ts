@@ -40,7 +40,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		properties: [
 			{
 				displayName:
-					'Checks the service on the schedule below and starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it (the dashboard, another tool, another workflow): each job once, from the moment this workflow is activated. It works anywhere, also where n8n is not reachable from the internet; a job is reported by the first or second check after it finishes, later only where the execution says so in a hint. For instant events on jobs ordered with its URL, and an n8n reachable over HTTPS, use the Captioning Trigger instead.',
+					'Starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it; it needs no public address',
 				name: 'notice',
 				type: 'notice',
 				default: '',

@@ -68,7 +68,7 @@ export class CaptioningTrigger implements INodeType {
 				type: 'boolean',
 				default: true,
 				description:
-					"Whether the run reads each event's job back with these credentials and goes on only if the job is in this workspace, has the status the event reports, and was ordered with this trigger's URL. An event can arrive before the API shows its job's new status: the run reads again for up to 5 minutes, then fails naming the job, so that you can retry it. Off, the event's body is taken as sent (marked verified: false). Attach Captions reads the job from the API either way and downloads only the links the service lists.",
+					"Whether each run reads the event's job back and goes on only if the job backs the event up",
 			},
 			...attachCaptionsFields,
 		],

@@ -644,6 +644,38 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 			expect(runs.flatMap((r) => r.jobs).sort()).toEqual([job.id, early.id].sort());
 		}, 120000);
 
+		test("n8n runs the Captioning Trigger's execute() after its webhook() (n8n-core's dispatch, which n8n-workflow does not document): a planted body comes out as the job read back", async () => {
+			const api = executionsApi(() => n8n);
+			const afterId = await api.newestId();
+			const job = (await (
+				await fetch(`${sb.baseUrl}/jobs`, {
+					method: 'POST',
+					headers: { authorization: `Bearer ${sb.keys.full}`, 'content-type': 'application/json' },
+					body: JSON.stringify({
+						media_url: 'https://media.example.com/dispatch.mp4',
+						title: 'Dispatch',
+						webhook_url: `https://127.0.0.1:9/webhook/${TRIGGER_WEBHOOK_ID}/captioning`,
+					}),
+				})
+			).json()) as { id: string };
+			const planted = { ...sb.completeJob(job.id), title: 'Planted' };
+			const res = await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, {
+				id: 'evt_dispatch',
+				object: 'event',
+				type: 'job.completed',
+				created_at: new Date().toISOString(),
+				data: planted,
+			});
+			expect(res.status).toBe(200);
+			await api.untilEnded('wfStoreCaptions1');
+			const [run] = (await api.executions('wfStoreCaptions1')).filter(
+				(e) => Number(e.id) > afterId,
+			);
+			const [item] = (await api.runDataOf(run.id))['Captions Ready'][0].data!.main![0]!;
+			// webhook() hands on the body unverified; only execute() reads the job back.
+			expect(item.json).toMatchObject({ id: job.id, title: 'Dispatch', verified: true });
+		}, 120000);
+
 		test('the Webhook Secret Token lives in the credentials: deliveries without it or with a wrong one are refused 401, and no workflow as n8n exports it holds it', async () => {
 			const event = {
 				id: 'evt_without_token',

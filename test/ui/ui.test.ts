@@ -542,7 +542,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 		await openWorkflow('uiStoreCaptions1');
 		await openNode('Captions Ready');
 		await expect(page.getByTestId('node-parameters').innerText()).resolves.toContain(
-			"set Options → Webhook URL to this trigger's Production URL",
+			"Put this trigger's Production URL in Job → Create's Options → Webhook URL",
 		);
 		// "Webhook URLs" (no test id in 2.41.1) opens the URLs; "Production URL" shows the one to paste.
 		const ndv = page.getByTestId('ndv');

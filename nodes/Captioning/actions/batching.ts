@@ -18,7 +18,7 @@ export const batchingField: INodeProperties = {
 			typeOptions: { minValue: 1, maxValue: 32 },
 			default: DEFAULT_CONCURRENCY,
 			description:
-				'How many requests to the service (uploads, orders, downloads) may be under way at once for the items of one run. All of them slow down together when the service asks (429, 503).',
+				'How many requests to the service may be under way at once for the items of one run',
 		},
 	],
 };

@@ -22,8 +22,7 @@ export const formatsField: INodeProperties = {
 	),
 	default: ['srt'],
 	required: true,
-	description:
-		'The caption files to download. With one format the file goes into the output field; with several, each into the field name followed by _ and the format (e.g. data_srt).',
+	description: 'The caption files to download (several: one output field each)',
 };
 
 type CaptionsAs = 'binary' | 'json' | 'both';
@@ -49,13 +48,12 @@ export const captionsAsField: INodeProperties = {
 		{
 			name: 'Item JSON (Text)',
 			value: 'json',
-			description: `The text in caption_text${textFormatNames()}; the JSON format as caption_segments (start, end, speaker, text): readable by an AI Agent, an LLM step, Slack, expressions`,
+			description: `The text in caption_text${textFormatNames()}, the JSON format's segments in caption_segments`,
 		},
 		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
 	],
 	default: 'binary',
-	description:
-		"Where the captions go. The JSON takes at most 1,000,000 characters per format (about 15 hours of subtitles): longer text is cut at a line end and caption_truncated names the format. As an AI Agent's tool the text always comes in the JSON (an agent cannot read files).",
+	description: "Where the captions go: files, their text in the item's JSON, or both",
 };
 
 export const binaryPropertyNameField: INodeProperties = {

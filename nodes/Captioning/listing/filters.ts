@@ -11,8 +11,7 @@ export const metadataKeyField: INodeProperties = {
 	type: 'string',
 	default: '',
 	placeholder: 'e.g. source',
-	description:
-		'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata), e.g. to ignore the jobs of other teams',
+	description: 'Only jobs whose metadata has this key, e.g. drive_file_id',
 };
 
 export const metadataValueField: INodeProperties = {

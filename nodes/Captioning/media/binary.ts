@@ -18,7 +18,7 @@ export const inputFileField: INodeProperties = {
 	placeholder: 'e.g. data',
 	hint: 'The name of the input field containing the media file',
 	description:
-		'The binary field of the input item that holds the video or audio file (up to 5242880000 bytes). It is streamed to the service, never loaded into memory whole.',
+		'The binary field of the input item that holds the video or audio file, streamed to the service',
 };
 
 /** Read size for files from the binary store. */

@@ -64,7 +64,8 @@ async function readService(ctx: ApiContext, itemIndex: number): Promise<Service>
 			'It must be an http(s) URL ending in the version segment /v1, for example https://api.example.com/v1.',
 		);
 	const clear = inClear(baseUrl);
-	if (clear) refuse(ctx, itemIndex, `The Base URL ${baseUrl} is not HTTPS`, `${clear} Nothing was sent.`);
+	if (clear)
+		refuse(ctx, itemIndex, `The Base URL ${baseUrl} is not HTTPS`, `${clear} Nothing was sent.`);
 	const apiKey = String(credentials.apiKey ?? '');
 	const keyDigest = createHash('sha256').update(`${baseUrl}\n${apiKey}`).digest('hex');
 	return { baseUrl, rateLimits: rateLimitsFor(keyDigest) };

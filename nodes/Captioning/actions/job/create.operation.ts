@@ -32,13 +32,13 @@ const ON_WEBHOOK: INodePropertyOptions = {
 	name: 'On Webhook',
 	value: 'webhook',
 	description:
-		"Durable: the execution sleeps in n8n's database (no process held; restarts and n8n Cloud's time limit do not touch the sleep) and resumes once the service reports every job of the run completed or cancelled. n8n must be reachable over public HTTPS.",
+		"The execution sleeps in n8n's database until the service reports every job done (needs public HTTPS)",
 };
 const POLL: INodePropertyOptions = {
 	name: 'Poll',
 	value: 'poll',
 	description:
-		"Works anywhere (no public URL needed), but holds the execution while it checks the jobs at an interval: a restart of n8n or an execution time limit ends the wait (the execution's Retry then replays the orders and waits again)",
+		'The execution checks the jobs at an interval (works anywhere, but holds the execution)',
 };
 
 const properties: INodeProperties[] = [
@@ -66,7 +66,7 @@ const properties: INodeProperties[] = [
 				name: 'S3 Object',
 				value: 's3',
 				description:
-					'A file in S3 or an S3-compatible store: the service fetches it itself through a time-limited signed link, so no byte passes through n8n (any size, queue mode too)',
+					'A file in S3 or an S3-compatible store, fetched by the service through a signed link (no byte passes through n8n)',
 			},
 			{
 				name: 'Upload ID',
@@ -106,7 +106,7 @@ const properties: INodeProperties[] = [
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. my-videos',
 		description:
-			'The bucket that holds the video. May stay empty when Object Key is a whole s3://bucket/key.',
+			'The bucket that holds the video (empty when Object Key is a whole s3://bucket/key)',
 	},
 	{
 		displayName: 'Object Key',
@@ -117,7 +117,7 @@ const properties: INodeProperties[] = [
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. lectures/intro.mp4',
 		description:
-			"The object's key (the Key field of the AWS S3 node's Get Many output), or a whole s3://bucket/key. One HEAD checks that it exists, may be read and is within 5.24 GB before anything is ordered.",
+			"The object's key, e.g. the Key field of the AWS S3 node's Get Many output, or a whole s3://bucket/key",
 	},
 	{
 		displayName: 'Link Valid For (Hours)',
@@ -127,7 +127,7 @@ const properties: INodeProperties[] = [
 		default: 24,
 		displayOptions: { show: { source: ['s3'] } },
 		description:
-			'How long the signed link the service fetches the media with stays valid at least (1-167). The service fetches when it starts the job, which under a queue can be hours after the order: a day covers that and still expires soon. Temporary credentials (Session Token) end the link when they expire.',
+			'How long (1-167 hours) the signed link stays valid for the service to fetch the media',
 	},
 	{
 		displayName: 'Title',
@@ -136,7 +136,7 @@ const properties: INodeProperties[] = [
 		default: '',
 		placeholder: 'e.g. Interview with Maria',
 		description:
-			"Shown in the dashboard and used as the captions' file name. Empty: the file name for a Binary File or S3 Object source, otherwise the job ID. The service allows 300 characters by default.",
+			"Shown in the dashboard and used as the captions' file name (empty: the file's name, or the job ID)",
 	},
 	{
 		displayName: 'Options',
@@ -151,7 +151,7 @@ const properties: INodeProperties[] = [
 				type: 'boolean',
 				default: true,
 				description:
-					'Whether to caption meaningful non-speech sounds such as [MUSIC] or [LAUGHTER]. Costs extra: priced as an add-on, as in the dashboard checkout.',
+					'Whether to caption meaningful non-speech sounds such as [MUSIC] (priced as an add-on)',
 			},
 			{
 				displayName: 'Glossary',
@@ -171,7 +171,7 @@ const properties: INodeProperties[] = [
 				placeholder: 'Add Pair',
 				default: {},
 				description:
-					'Your key-value pairs, returned on the job and in its events (e.g. the Drive file ID, to match the captions to the file later). 20 keys by default; keys 1-40 characters, values up to 500.',
+					'Your key-value pairs, returned on the job and in its events, e.g. the Drive file ID',
 				options: [
 					{
 						displayName: 'Pair',
@@ -253,7 +253,7 @@ const properties: INodeProperties[] = [
 				default: '',
 				placeholder: 'e.g. https://n8n.example.com/webhook/…/captioning',
 				description:
-					'HTTPS URL the service calls when the job completes or is cancelled. To start a workflow then, add a Captioning Trigger to that workflow and paste its Production URL here (open the trigger and click Webhook URLs → Production). The service does not follow redirects.',
+					"The HTTPS URL the service calls when the job completes or is cancelled, e.g. a Captioning Trigger's Production URL",
 			},
 		],
 	},
@@ -264,7 +264,7 @@ const properties: INodeProperties[] = [
 		placeholder: 'Add Redaction',
 		default: {},
 		description:
-			'Privacy controls for the caption text (the media is not changed). Costs extra: priced as an add-on, as in the dashboard checkout.',
+			'Privacy controls for the caption text (priced as an add-on; the media is not changed)',
 		options: [
 			{
 				displayName: 'Custom Replacement',
@@ -341,24 +341,21 @@ const properties: INodeProperties[] = [
 				name: 'Automatic',
 				value: 'auto',
 				description:
-					"The same order from this node is placed and charged once, whatever repeats it: retries, the execution's Retry (also after a crash), a schedule or a re-run over the same media. Same order = same media (a file by its bytes) and options.",
+					'The same order from this node is placed and charged once, whatever repeats it',
 			},
 			{
 				name: 'Custom Key',
 				value: 'custom',
-				description:
-					'Your own key, e.g. the Drive file ID: this node orders each key once (another workflow with the same key only while the service keeps it). Put a version in it (…-v2) to order the same media again on purpose.',
+				description: 'Your own key, e.g. the Drive file ID: this node orders each key once',
 			},
 			{
 				name: 'None',
 				value: 'none',
-				description:
-					'No key: every run orders and charges again (a retry within the execution reads back its job). Choose this to order the same media again on purpose.',
+				description: 'No key: every run orders and charges again',
 			},
 		],
 		default: 'auto',
-		description:
-			'How the node keeps a repeated order from creating a second job and a second charge. To order the same media again on purpose, use a Custom Key with a version in it, or None.',
+		description: 'How a repeated order is kept from creating a second job and a second charge',
 	},
 	{
 		displayName: 'Idempotency Key',
@@ -372,8 +369,7 @@ const properties: INodeProperties[] = [
 		required: true,
 		displayOptions: { show: { idempotency: ['custom'] } },
 		placeholder: 'e.g. drive-file-1a2b3c',
-		description:
-			'1-255 printable ASCII characters without spaces. Reusing it with a different order is refused by the service.',
+		description: "1-255 printable ASCII characters without spaces, e.g. drive- and the file's ID",
 	},
 	{
 		displayName: 'Wait for Completion',
@@ -414,8 +410,7 @@ const properties: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: MAX_TIMEOUT_MINUTES },
 		default: 120,
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
-		description:
-			"How long to wait, at most 35,791 minutes (24.8 days, the longest n8n's timers wait). Poll then fails the item; On Webhook waits for the whole batch until the longest Timeout of its items, then passes on the node's input items, as n8n's Wait node does when its time runs out (find the jobs later with Job → Get Many). The jobs go on and are not charged again. Under an execution time limit (e.g. n8n Cloud's), a resume by Timeout counts from the execution's start: a Timeout longer than the limit ends in a cancel.",
+		description: 'How long to wait for the jobs, at most 35,791 minutes (24.8 days)',
 	},
 	batchingField,
 ];

@@ -27,7 +27,7 @@ const properties: INodeProperties[] = [
 	},
 	{
 		displayName:
-			'With Return All, a Metadata or Title filter reads the whole job history (100 jobs per read, newest first): the service filters by status only, so n8n checks every job. With a Limit it stops as soon as that many matched.',
+			'With Return All, a Metadata or Title filter reads the whole job history: a Limit stops as soon as that many matched',
 		name: 'filterNotice',
 		type: 'notice',
 		default: '',
@@ -65,8 +65,7 @@ const properties: INodeProperties[] = [
 			{
 				...metadataKeyField,
 				placeholder: 'e.g. drive_file_id',
-				description:
-					'Only jobs whose metadata has this key (as set by Job → Create → Options → Metadata): find the job of one file by the ID you gave it. Checked by n8n while reading (the service does not filter by metadata).',
+				description: 'Only jobs whose metadata has this key, e.g. drive_file_id',
 			},
 			{ ...metadataValueField, placeholder: 'e.g. 1AbC…' },
 			{
@@ -75,8 +74,7 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. Weekly Show',
-				description:
-					'Only jobs whose title contains this text (ignoring case). Checked by n8n while reading.',
+				description: 'Only jobs whose title contains this text (ignoring case)',
 			},
 		],
 	},
