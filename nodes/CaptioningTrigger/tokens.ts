@@ -1,7 +1,8 @@
 // The tokens a Captioning Trigger takes, kept in its static data as digests: the workspace's token
 // for its URL (what Job → Create adds), learnt once when the workflow is activated, and the
-// credentials' own Webhook Secret Token, a replaced one for a week more. A delivery is decided by
-// its token alone: no request, and no credential problem can refuse a token already known.
+// credentials' own Webhook Secret Token, a replaced one for a week after the trigger first meets
+// its successor. A delivery is decided by its token alone: no request, and no credential problem
+// can refuse a token already known.
 import type { IDataObject, IHookFunctions, IWebhookFunctions } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
@@ -55,21 +56,26 @@ export async function learnTokens(ctx: IHookFunctions): Promise<void> {
 	rememberOwn(tokens, String((await ctx.getCredentials(CREDENTIAL_NAME)).webhookToken ?? ''));
 }
 
-/** Whether a delivery's token is one this trigger takes. */
+/** Whether a token's digest is one the trigger takes now. */
+function taken(tokens: Tokens, digest: string): boolean {
+	const until = tokens.own?.[digest];
+	return tokens.workspace?.includes(digest) === true || until === 0 || (until ?? 0) > Date.now();
+}
+
+/**
+ * Whether a delivery's token is one this trigger takes. A known one is decided from the trigger's
+ * static data alone; only an unknown one reads the credentials (their own token may have changed).
+ */
 export async function takesToken(ctx: IWebhookFunctions): Promise<boolean> {
 	const given = (ctx.getQueryData() as IDataObject).token;
 	if (typeof given !== 'string' || given === '') return false;
 	const tokens = ctx.getWorkflowStaticData('node') as Tokens;
+	const digest = digestOf(given);
+	if (taken(tokens, digest)) return true;
 	const own = await ctx.getCredentials(CREDENTIAL_NAME).then(
 		(credentials) => String(credentials.webhookToken ?? ''),
-		() => undefined,
+		() => '',
 	);
-	if (own !== undefined) rememberOwn(tokens, own);
-	const digest = digestOf(given);
-	const until = tokens.own?.[digest];
-	return (
-		tokens.workspace?.includes(digest) === true ||
-		until === 0 ||
-		(until !== undefined && until > Date.now())
-	);
+	if (own && digestOf(own) === digest) rememberOwn(tokens, own);
+	return taken(tokens, digest);
 }
