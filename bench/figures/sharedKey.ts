@@ -8,13 +8,14 @@
 import path from 'node:path';
 
 import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
+import type { SharedShape } from '../../test/real/manyRunsOneKey';
 import { importSharedKey, runSharedKey, SHARED } from '../../test/real/manyRunsOneKey';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Row, Section } from '../support';
 import { log, round } from '../support';
 
-async function measure(env: NodeJS.ProcessEnv, limited: boolean) {
+async function measure(env: NodeJS.ProcessEnv, limited: boolean, shape: SharedShape = SHARED) {
 	const sb = await createSandbox({ timing: null, webhook: { ca: tlsPair().cert } });
 	const work = tempFolder('bench-shared-key-');
 	const n8n = await createN8n(
@@ -23,9 +24,9 @@ async function measure(env: NodeJS.ProcessEnv, limited: boolean) {
 		env,
 	);
 	try {
-		await importSharedKey(n8n, sb, work);
+		await importSharedKey(n8n, sb, work, shape);
 		await n8n.start();
-		return await runSharedKey(n8n, sb, work, limited);
+		return await runSharedKey(n8n, sb, work, limited, shape);
 	} finally {
 		await n8n.stop();
 		await sb.close();
@@ -38,15 +39,18 @@ export const sharedKey: Section = {
 	async run() {
 		const figures: Record<string, number> = {};
 		const rows: Row[] = [];
-		for (const [suffix, label, env] of [
-			['', "n8n's defaults", {}],
-			['Lazy', 'lazy isolates', { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' }],
+		const lazy = { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' };
+		const small = { ...SHARED, burst: 60, batch: 20, polled: 20 };
+		for (const [suffix, label, env, shape] of [
+			['', "n8n's defaults", {}, SHARED],
+			['Lazy', 'lazy isolates', lazy, SHARED],
+			['Small', 'lazy isolates, 60 events, 20 orders, 20 polled', lazy, small],
 		] as const) {
-			const free = await measure(env, false);
+			const free = await measure(env, false, shape);
 			log(
 				`  ${label}, a key without limits: ${free.requests} requests in ${free.seconds.toFixed(1)} s; burst: ${free.burstExecutions} executions, ${free.burstSenderTimeouts} first tries past 10 s`,
 			);
-			const r = await measure(env, true);
+			const r = await measure(env, true, shape);
 			const floor = Math.max(r.floorSeconds, free.seconds);
 			log(
 				`  ${label}: ${r.requests} requests (${r.refused} answered 429): ${r.reads} reads (${JSON.stringify(r.readsByRoute)}) and ${r.writes} writes let through in ${r.seconds.toFixed(1)} s (floor ${r.floorSeconds.toFixed(1)} s); burst: ${r.burstExecutions} executions, ${r.burstSenderTimeouts} first tries past 10 s, ${r.burstRanTwice} jobs run twice; polled: ${r.polledReported}, ${r.polledTwice} reported twice; batch: ${r.batchStatus}`,

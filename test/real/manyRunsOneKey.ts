@@ -30,13 +30,20 @@ const BATCH_WORKFLOW = 'wfSharedBatch01';
 const BATCH_HOOK = 'shared-key-batch';
 const POLL_WORKFLOW = 'wfSharedPoll001';
 export const SHARED = { burst: 150, batch: 100, polled: 100, readLimit: 10, writeLimit: 5 };
+/** How many of each the runs hold (SHARED by default). */
+export type SharedShape = typeof SHARED;
 
 /** Imports the burst workflows, the batch and the polling trigger (all with the full key); call before n8n starts. */
-export async function importSharedKey(n8n: N8n, sb: Sandbox, work: string): Promise<void> {
+export async function importSharedKey(
+	n8n: N8n,
+	sb: Sandbox,
+	work: string,
+	shape: SharedShape = SHARED,
+): Promise<void> {
 	for (const dir of ['burst', 'polled']) mkdirSync(path.join(work, dir), { recursive: true });
 	importBurstWorkflows(n8n, sb, path.join(work, 'burst'));
 	const urls = Array.from(
-		{ length: SHARED.batch },
+		{ length: shape.batch },
 		(_, n) => `https://media.example.com/shared-batch-${n}.mp4`,
 	);
 	await n8n.cli([
@@ -81,6 +88,7 @@ export async function runSharedKey(
 	sb: Sandbox,
 	work: string,
 	limited = true,
+	shape: SharedShape = SHARED,
 ): Promise<SharedKeyResult> {
 	const api = executionsApi(() => n8n);
 	await activateBurstWorkflows(n8n, true);
@@ -94,26 +102,26 @@ export async function runSharedKey(
 		return ((await res.json()) as { id: string }).id;
 	};
 	const polled: string[] = [];
-	for (let n = 0; n < SHARED.polled; n++)
+	for (let n = 0; n < shape.polled; n++)
 		polled.push(
 			await order({
 				media_url: `https://media.example.com/shared-polled-${n}.mp4`,
 				metadata: { group: 'polled' },
 			}),
 		);
-	const burstJobs = await prepareBurst(n8n, sb, 'triggerCaptions', SHARED.burst);
+	const burstJobs = await prepareBurst(n8n, sb, 'triggerCaptions', shape.burst);
 	// Let the polling trigger see them open (a poll, about 10 s), so that they are reported when they finish.
 	await new Promise((r) => setTimeout(r, 12000));
 	sb.resetLedger();
 	if (limited)
-		sb.setRateLimits({ readPerSecond: SHARED.readLimit, writePerSecond: SHARED.writeLimit });
+		sb.setRateLimits({ readPerSecond: shape.readLimit, writePerSecond: shape.writeLimit });
 	// The batch's jobs finish on their own, quickly: the limits set the pace, not the service's work.
 	sb.setTiming({ queuedMs: 300, processingMs: 1200 });
 	const started = Date.now();
 	try {
 		for (const id of polled) sb.completeJob(id);
 		const batch = n8n.post(`/webhook/${BATCH_HOOK}`, {});
-		const burst = await fireBurst(n8n, sb, 'triggerCaptions', SHARED.burst, { among: burstJobs });
+		const burst = await fireBurst(n8n, sb, 'triggerCaptions', shape.burst, { among: burstJobs });
 		await batch;
 		const written = () =>
 			readdirSync(path.join(work, 'polled')).filter((f) =>
@@ -121,7 +129,7 @@ export async function runSharedKey(
 			);
 		await api.waitFor(
 			'the polled jobs reported',
-			async () => (written().length === SHARED.polled ? true : undefined),
+			async () => (written().length === shape.polled ? true : undefined),
 			240000,
 		);
 		const batchRun = await api.waitFor(
@@ -160,7 +168,7 @@ export async function runSharedKey(
 			writes,
 			readsByRoute,
 			seconds: (last - started) / 1000,
-			floorSeconds: Math.max(reads / SHARED.readLimit, writes / SHARED.writeLimit),
+			floorSeconds: Math.max(reads / shape.readLimit, writes / shape.writeLimit),
 			burstExecutions: burst.executions,
 			burstRanTwice,
 			burstSenderTimeouts: burst.senderTimeouts,
