@@ -221,18 +221,18 @@ function captionText(
 /**
  * Downloads the chosen formats of a completed job: as binary fields, as text in the JSON, or both
  * (see CaptionSettings); refuses a job without captions. A download that fails throws, unless
- * `settle`: then the formats that came are output, and those that did not are listed in `failed`.
+ * `partial`: then the formats that came are output, and those that did not are listed in `failed`.
  */
 export async function captionOutputs(
 	ctx: IExecuteFunctions,
 	i: number,
 	job: Job,
 	{ formats, as, field }: CaptionSettings,
-	settle = false,
+	partial = false,
 ): Promise<{ binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] }> {
 	const captions = captionsOf(ctx, i, job, formats);
 	// The formats download together, within the run's Concurrency and the key's rate limits.
-	const settled = await Promise.allSettled(
+	const downloads = await Promise.allSettled(
 		formats.map(
 			async (format) =>
 				await downloadFile(ctx, captions[format], `The ${format.toUpperCase()} captions`, i),
@@ -240,11 +240,11 @@ export async function captionOutputs(
 	);
 	const failed: CaptionFailure[] = [];
 	const files = new Map<CaptionFormat, Download>();
-	settled.forEach((result, n) => {
+	downloads.forEach((result, n) => {
 		if (result.status === 'fulfilled') files.set(formats[n], result.value);
 		else failed.push({ format: formats[n], error: result.reason as Error });
 	});
-	if (failed.length > 0 && !settle) throw failed[0].error;
+	if (failed.length > 0 && !partial) throw failed[0].error;
 	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = {
 		json: as === 'binary' ? {} : captionText(ctx, i, job, formats, files),
 		failed,

@@ -59,7 +59,7 @@ export const isFinal = (job: Job) => job.status === 'completed' || job.status ==
  * them (host, n8n's endpoint name, a reverse proxy's prefix) may differ between the URL a job was
  * ordered with and the request n8n receives; these segments are what n8n routes by.
  */
-export function webhookOwnPath(url: string): string {
+function webhookOwnPath(url: string): string {
 	let pathname: string;
 	try {
 		pathname = new URL(url, 'https://invalid').pathname;

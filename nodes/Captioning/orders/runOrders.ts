@@ -141,7 +141,7 @@ export class RunOrders {
 	/**
 	 * The mark of an order the service refused or that was never sent: a repeat is a first order
 	 * again. Removed while the item's error stops the batch (nothing else is sent meanwhile); the
-	 * run ends once it is done (`settled`). A removal that fails leaves the mark: a repeat then
+	 * run ends once it is done (`removalsDone`). A removal that fails leaves the mark: a repeat then
 	 * looks first, and never pays twice.
 	 */
 	unmark(mark: string): void {

@@ -54,7 +54,7 @@ export async function* jobPages(
  * `maxPages` bounds the pages of the list read before the rest one by one (default: a page per 100
  * jobs, plus one).
  */
-export async function readJobsSettled(
+export async function readJobs(
 	ctx: ApiContext,
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
 	{ seen, maxPages }: { seen?: (job: Job) => void; maxPages?: number } = {},

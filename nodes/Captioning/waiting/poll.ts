@@ -1,5 +1,5 @@
 // Wait for Completion: Poll. Every job a node run waits for is checked in one round per interval
-// (readJobsSettled: a page of the job list holds 100 jobs). Each item's wait ends on its own: when
+// (readJobs: a page of the job list holds 100 jobs). Each item's wait ends on its own: when
 // its job is completed or cancelled, when its Timeout passes (whatever a round is doing then), or
 // when the job cannot be read for good (404, a refused key). A round that fails for some jobs, or
 // for all of them (an outage), leaves those waits to the next round.
@@ -9,7 +9,7 @@ import { NodeApiError, NodeOperationError } from 'n8n-workflow';
 import { isFinal } from '../model/events';
 import type { Job } from '../model/types';
 import { cancelSignal, sleep } from '../transport';
-import { readJobsSettled } from '../transport/jobs';
+import { readJobs } from '../transport/jobs';
 
 /** The longest n8n's timers wait (a setTimeout: 2^31-1 ms, 24.8 days): Timeout and Poll Interval stay within. */
 const TIMER_MS = 2 ** 31 - 1;
@@ -104,7 +104,7 @@ export class JobWaiter {
 	/** One read of every job waited for, in as few requests as the interface allows. */
 	private async round(): Promise<void> {
 		const jobs = new Map([...this.waits].map((w) => [w.job.id, w.job]));
-		const read = await readJobsSettled(this.ctx, [...jobs.values()]);
+		const read = await readJobs(this.ctx, [...jobs.values()]);
 		for (const wait of [...this.waits]) {
 			const result = read.get(wait.job.id);
 			if (result instanceof Error) {

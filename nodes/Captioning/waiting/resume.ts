@@ -15,7 +15,7 @@ import type {
 import type { CaptioningEvent } from '../model/events';
 import { EVENT_OF_STATUS, eventProblem, isFinal } from '../model/events';
 import type { Job } from '../model/types';
-import { jobPages, notInWorkspace, PAGE_SIZE, readJob, readJobsSettled } from '../transport/jobs';
+import { jobPages, notInWorkspace, PAGE_SIZE, readJob, readJobs } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
 
 /** The items the execution waits with, as ordered (jobs, and error items of failed ones), in item order. */
@@ -65,7 +65,7 @@ async function answerTo(
 			const own = await readJob(ctx, event.data.id).catch((error: Error) => error);
 			return done(own) ? sleepOn() : undefined;
 		}
-		const read = await readJobsSettled(ctx, jobs);
+		const read = await readJobs(ctx, jobs);
 		const all = [...read.values()];
 		if (!done(read.get(event.data.id)!) || all.some((job) => job instanceof Error && !gone(job)))
 			return undefined;
