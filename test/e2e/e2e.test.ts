@@ -692,11 +692,15 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				complete: true,
 				authorizationSeen: false,
 			});
+			// The template's Webhook URL is the trigger's Production URL; Job → Create adds the
+			// workspace's token (not the credential's own, which is for orders from outside n8n).
 			const job = sb.ledger.jobs.at(-1)!;
 			expect(job.body).toMatchObject({
 				upload_id: upload.id,
 				title: 'interview.mp4',
-				webhook_url: triggerUrl(),
+				webhook_url: expect.stringMatching(
+					new RegExp(`^${n8n.url}/webhook/${TRIGGER_WEBHOOK_ID}/captioning\\?token=[\\w-]{32}$`),
+				),
 				metadata: { source_file: 'interview.mp4' },
 			});
 			await waitFor(async () =>
