@@ -230,7 +230,7 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 
 	test('the S3 template, run after run: each video ordered once, its captions and itself moved to done/ (a cancelled one to failed/), other files never ordered, a refused order ordered by the next run', async () => {
 		const video = (name: string) => Buffer.alloc(256 * 1024, name);
-		for (const name of ['keynote.mp4', 'panel.mov', 'cancel-unusable_media.mp4'])
+		for (const name of ['keynote.mp4', 'panel talk.mov', 'cancel-unusable_media.mp4'])
 			await s3.put(`incoming/${name}`, video(name));
 		// Not videos: never ordered.
 		await s3.put('incoming/notes.txt', 'notes');
@@ -242,16 +242,20 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 			s3Orders()
 				.map((j) => metadataOf(j).s3_key)
 				.sort(),
-		).toEqual(['incoming/cancel-unusable_media.mp4', 'incoming/keynote.mp4', 'incoming/panel.mov']);
+		).toEqual([
+			'incoming/cancel-unusable_media.mp4',
+			'incoming/keynote.mp4',
+			'incoming/panel talk.mov',
+		]);
 		// The polling trigger reports each finished job: its captions and the video go to done/ (a
 		// cancelled job's video to failed/), out of incoming/.
 		const moved = [
 			'done/keynote.srt',
 			'done/keynote.vtt',
 			'done/keynote.mp4',
-			'done/panel.srt',
-			'done/panel.vtt',
-			'done/panel.mov',
+			'done/panel talk.srt',
+			'done/panel talk.vtt',
+			'done/panel talk.mov',
 			'failed/cancel-unusable_media.mp4',
 		];
 		await waitFor(
@@ -265,7 +269,7 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 			(
 				await keysOf([
 					'incoming/keynote.mp4',
-					'incoming/panel.mov',
+					'incoming/panel talk.mov',
 					'incoming/cancel-unusable_media.mp4',
 				])
 			).length === 0

@@ -193,11 +193,11 @@ test('the S3 template orders by S3 Object from the bucket named once, filters ou
 	const resolve = (expression: string, json: object) =>
 		Expression.resolveWithoutWorkflow(
 			expression.replace(/^=/, '').replaceAll("$('Captions Ready').item.json", '$json'),
-			{ $json: json },
+			{ $json: json, encodeURI },
 		);
 	const job = (status: string) => ({
 		status,
-		metadata: { s3_bucket: 'videos', s3_key: 'incoming/talk.final.mp4' },
+		metadata: { s3_bucket: 'videos', s3_key: 'incoming/talk final.mp4' },
 	});
 	for (const [name, ext] of [
 		['Upload SRT', 'srt'],
@@ -208,7 +208,7 @@ test('the S3 template orders by S3 Object from the bucket named once, filters ou
 			additionalFields: { parentFolderKey: string };
 		};
 		expect([resolve(fileName, job('completed')), additionalFields.parentFolderKey]).toEqual([
-			`talk.final.${ext}`,
+			`talk final.${ext}`,
 			'done',
 		]);
 	}
@@ -219,12 +219,13 @@ test('the S3 template orders by S3 Object from the bucket named once, filters ou
 			resolve(copy.destinationPath, job(status)),
 		]),
 	).toEqual([
-		['/videos/incoming/talk.final.mp4', '/videos/done/talk.final.mp4'],
-		['/videos/incoming/talk.final.mp4', '/videos/failed/talk.final.mp4'],
+		// S3 takes the copy's source URL-encoded, as a path.
+		['/videos/incoming/talk%20final.mp4', '/videos/done/talk final.mp4'],
+		['/videos/incoming/talk%20final.mp4', '/videos/failed/talk final.mp4'],
 	]);
 	expect(
 		resolve(String(byName['Delete from incoming/'].parameters.fileKey), job('completed')),
-	).toBe('incoming/talk.final.mp4');
+	).toBe('incoming/talk final.mp4');
 	const videoPattern = new RegExp(
 		(
 			byName['Videos Only'].parameters.conditions as { conditions: Array<{ rightValue: string }> }
