@@ -8,6 +8,7 @@ import path from 'node:path';
 
 import { createSandbox } from '../test/helpers/sandbox';
 import { createN8n, installN8n, tempJson } from '../test/real/instance';
+import { TEMPLATE_DISK, template } from '../test/real/workflows';
 
 const N8N_VERSION = process.env.N8N_DEMO_VERSION ?? '2.41.1';
 const out = path.resolve(__dirname, '..', 'captions-out');
@@ -40,17 +41,19 @@ async function main() {
 			'import:credentials',
 			`--input=${tempJson('credentials.json', [{ id: 'captioningSandbox', name: 'Captioning account', type: 'captioningApi', data: { apiKey, baseUrl } }])}`,
 		]);
-		const workflow = JSON.parse(
-			readFileSync(path.join(__dirname, 'order-and-wait.json'), 'utf8').replaceAll(
-				'/tmp/captioning-demo/captions',
-				out,
-			),
-		);
-		if (real && process.env.CAPTIONING_MEDIA_URL) {
-			workflow.nodes.find(
-				(n: { name: string }) => n.name === 'Order Captions and Wait',
-			).parameters.mediaUrl = process.env.CAPTIONING_MEDIA_URL;
-		}
+		// The template as a user sets it up: its folder this demo's, its media a link (the sandbox
+		// takes any; a real account CAPTIONING_MEDIA_URL), and with the sandbox, which finishes a job in
+		// 5 s, Poll every 2 s instead of the template's 30.
+		const workflow = template('order-and-wait', { [`${TEMPLATE_DISK}/captions`]: out }, (wf) => {
+			const order = wf.nodes.find((n) => n.name === 'Order Captions and Wait')!;
+			if (!real)
+				Object.assign(order.parameters, {
+					mediaUrl: 'https://media.example.com/keynote.mp4?duration=90',
+					pollInterval: 2,
+				});
+			else if (process.env.CAPTIONING_MEDIA_URL)
+				order.parameters.mediaUrl = process.env.CAPTIONING_MEDIA_URL;
+		});
 		await n8n.cli([
 			'import:workflow',
 			`--input=${tempJson('order-and-wait.json', { ...workflow, id: 'demoOrderAndWait' })}`,

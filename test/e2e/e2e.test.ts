@@ -10,6 +10,7 @@ import { createSandbox } from '../helpers/sandbox';
 import { executionsApi } from '../real/executions';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
+import { TEMPLATE_DISK, template, templateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningSandbox';
@@ -17,12 +18,25 @@ const TRIGGER_WEBHOOK_ID = '3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a';
 const TOKEN = 'change-me';
 const examples = path.resolve(__dirname, '../../examples');
 
-/** An example workflow as a user imports it, pointed at this test's folder. */
+/**
+ * A template as a user sets it up: its folder on disk this test's, its Webhook URL this n8n's, its
+ * media a link the sandbox serves, and Poll every 2 s (the sandbox finishes a job in 2 s; the
+ * template keeps n8n's defaults).
+ */
 function example(name: string, id: string, work: string, n8nUrl: string): string {
-	const text = readFileSync(path.join(examples, `${name}.json`), 'utf8')
-		.replaceAll('/tmp/captioning-demo', work)
-		.replaceAll('https://n8n.example.com', n8nUrl);
-	return tempJson(`${name}.json`, { ...JSON.parse(text), id });
+	const replace = {
+		[TEMPLATE_DISK]: work,
+		'https://YOUR-N8N-ADDRESS': n8nUrl,
+		'https://YOUR-MEDIA-HOST/path/to/video.mp4':
+			'https://media.example.com/keynote.mp4?duration=90',
+	};
+	return templateFile(
+		template(name, replace, (wf) => {
+			for (const n of wf.nodes)
+				if (n.parameters.waitForCompletion === 'poll') n.parameters.pollInterval = 2;
+		}),
+		id,
+	);
 }
 
 /**
@@ -711,6 +725,8 @@ describe.each(VERSIONS)('n8n %s', (version) => {
 				complete: true,
 				authorizationSeen: false,
 			});
+			// The template's Webhook URL is the trigger's Production URL; Job → Create adds the
+			// workspace's token (not the credential's own, which is for orders from outside n8n).
 			const job = sb.ledger.jobs.at(-1)!;
 			expect(job.body).toMatchObject({
 				upload_id: upload.id,

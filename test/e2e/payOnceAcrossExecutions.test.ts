@@ -3,7 +3,7 @@
 // template's order (Binary File, On Webhook, Custom Key or Automatic) run twice, and a crash of n8n
 // during a Poll wait followed by the crashed execution's Retry. Each case counts the sandbox's
 // jobs and charges. Versions: N8N_E2E_VERSIONS (default 2.41.1 on Node 24, 1.122.5 on Node 20).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { S3Server } from '../helpers/s3Bucket';
@@ -15,6 +15,7 @@ import type { N8n } from '../real/instance';
 import type { Execution } from '../real/executions';
 import { executionsApi } from '../real/executions';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
+import { template, templateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningPayOnce';
@@ -134,40 +135,32 @@ function binaryWorkflow(
 }
 
 /**
- * The S3 template as a user imports it, with credentials picked and its bucket replaced by the local
- * server's. Its Schedule Trigger becomes a Manual Trigger: n8n's CLI runs only workflows that
- * start with one; every node after it is the template's own.
+ * The S3 template as a user imports it, with credentials picked and its bucket the local server's.
+ * Its Schedule Trigger becomes a Manual Trigger: n8n's CLI runs only workflows that start with one;
+ * every node after it is the template's own.
  */
 function s3Template(s3: S3Server): string {
-	const template = JSON.parse(
-		readFileSync(path.resolve(__dirname, '../../examples/s3-captions.json'), 'utf8').replaceAll(
-			'my-videos',
-			s3.bucket,
-		),
-	) as {
-		nodes: Array<{
-			name: string;
-			type: string;
-			typeVersion: number;
-			parameters: object;
-			credentials?: object;
-		}>;
-	};
-	for (const n of template.nodes) {
-		if (n.type === 'n8n-nodes-base.scheduleTrigger')
-			Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
-		if (n.type === 'n8n-nodes-base.awsS3')
-			n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
-		if (n.type.startsWith('n8n-nodes-captioning.'))
-			n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
-		if (n.type === 'n8n-nodes-captioning.captioning')
-			Object.assign(n.credentials!, { captioningS3Api: { id: 's3Media', name: 'Local S3 media' } });
-	}
-	return tempJson('s3-template.json', {
-		...template,
-		id: 'wfPayS3Template',
-		versionId: 'wfPayS3Template-v1',
-	});
+	return templateFile(
+		template('s3-captions', { 'YOUR-BUCKET': s3.bucket }, ({ nodes }) => {
+			for (const n of nodes) {
+				if (n.type === 'n8n-nodes-base.scheduleTrigger')
+					Object.assign(n, {
+						type: 'n8n-nodes-base.manualTrigger',
+						typeVersion: 1,
+						parameters: {},
+					});
+				if (n.type === 'n8n-nodes-base.awsS3')
+					n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
+				if (n.type.startsWith('n8n-nodes-captioning.'))
+					n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
+				if (n.type === 'n8n-nodes-captioning.captioning')
+					Object.assign(n.credentials!, {
+						captioningS3Api: { id: 's3Media', name: 'Local S3 media' },
+					});
+			}
+		}),
+		'wfPayS3Template',
+	);
 }
 
 describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {

@@ -27,12 +27,11 @@ import type { N8n, N8nProcess } from '../real/instance';
 import { installN8n, tempFolder, tempJson } from '../real/instance';
 import type { QueueCluster } from '../real/queueMode';
 import { chain, postJson, rssMiB, startQueueCluster } from '../real/queueMode';
-import { batchWaitWorkflow } from '../real/workflows';
+import { batchWaitWorkflow, TEMPLATE_DISK, template } from '../real/workflows';
 
 const VERSION = '2.41.1';
 const TRIGGER_WEBHOOK_ID = '3f0c1b7e-6a2d-4c55-9e1a-7b8c9d0e1f2a';
 const TOKEN = 'change-me';
-const examples = path.resolve(__dirname, '../../examples');
 /** n8n's default for binary data in the database: a Binary File over it cannot be captioned at all. */
 const DB_MAX_FILE_MIB = 512;
 /** The S3 Object the workers order although it is four times the limit. */
@@ -55,13 +54,12 @@ function example(
 	webhookUrl: string,
 	credentialId = 'captioningSandbox',
 ): string {
-	const text = readFileSync(path.join(examples, `${name}.json`), 'utf8')
-		.replaceAll('/tmp/captioning-demo', work)
-		.replaceAll('https://n8n.example.com', webhookUrl);
-	const wf = JSON.parse(text) as { nodes: Node[] };
-	for (const node of wf.nodes)
-		if (node.credentials)
-			node.credentials = { captioningApi: { id: credentialId, name: credentialId } };
+	const replace = { [TEMPLATE_DISK]: work, 'https://YOUR-N8N-ADDRESS': webhookUrl };
+	const wf = template(name, replace, ({ nodes }) => {
+		for (const node of nodes)
+			if (node.credentials)
+				node.credentials = { captioningApi: { id: credentialId, name: credentialId } };
+	});
 	return tempJson(`${name}.json`, { ...wf, id });
 }
 

@@ -1,6 +1,8 @@
 // A real S3-compatible server on loopback for the tests: @20minutes/s3rver 4.0.4 (a maintained
 // fork of s3rver that checks Signature Version 4, in headers and in presigned URLs; plain s3rver
 // accepts any signature). Every request is logged, so a test can count what reached the store.
+// s3rver lacks ListParts, which n8n's AWS S3 node reads to finish a multipart upload (every file
+// n8n keeps on disk): this server answers it from the parts it saw uploaded.
 // Why not a Debian package: Debian 12 has no MinIO or other small S3 server, only Ceph's radosgw,
 // which needs a Ceph cluster.
 import { mkdtempSync, rmSync, truncateSync } from 'node:fs';
@@ -42,6 +44,24 @@ export interface S3Server {
 	close(): Promise<void>;
 }
 
+/** S3's ListParts answer for the parts of one multipart upload. */
+function listParts(
+	res: ServerResponse,
+	uploaded: Array<{ number: number; etag: string; size: number }>,
+): void {
+	const xml = uploaded
+		.sort((a, b) => a.number - b.number)
+		.map(
+			(p) =>
+				`<Part><PartNumber>${p.number}</PartNumber><ETag>${p.etag.replaceAll('"', '&quot;')}</ETag><Size>${p.size}</Size></Part>`,
+		)
+		.join('');
+	res.setHeader('content-type', 'application/xml');
+	res.end(
+		`<?xml version="1.0" encoding="UTF-8"?><ListPartsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><IsTruncated>false</IsTruncated>${xml}</ListPartsResult>`,
+	);
+}
+
 interface S3rverLike {
 	configureBuckets(): Promise<void>;
 	callback(): (req: IncomingMessage, res: ServerResponse) => void;
@@ -60,6 +80,7 @@ export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Prom
 	await s3.configureBuckets();
 	const handle = s3.callback();
 	const requests: S3Request[] = [];
+	const parts = new Map<string, Array<{ number: number; etag: string; size: number }>>();
 	const server = createServer((req, res) => {
 		// n8n 1.x signs with aws4, which for a non-AWS host leaves out x-amz-content-sha256; for the
 		// bodiless requests it sends, the hash it signed is the empty body's, so the check still holds.
@@ -87,6 +108,20 @@ export async function startS3(bucket = 'captioning.videos', latencyMs = 0): Prom
 			return end(chunk, ...rest);
 		}) as typeof res.end;
 		res.on('finish', () => (entry.status = res.statusCode));
+		const query = new URL(req.url ?? '/', 'http://s3').searchParams;
+		const uploadId = query.get('uploadId');
+		if (req.method === 'PUT' && uploadId && query.get('partNumber'))
+			res.on('finish', () =>
+				parts.set(uploadId, [
+					...(parts.get(uploadId) ?? []),
+					{
+						number: Number(query.get('partNumber')),
+						etag: String(res.getHeader('etag') ?? ''),
+						size: Number(req.headers['content-length'] ?? 0),
+					},
+				]),
+			);
+		if (req.method === 'GET' && uploadId) return listParts(res, parts.get(uploadId) ?? []);
 		// A store that far away (the bench's latency runs): each request waits before it is handled.
 		if (latencyMs > 0) setTimeout(() => handle(req, res), latencyMs);
 		else handle(req, res);

@@ -6,8 +6,8 @@
 // suite of both versions together (two bursts at once answered 7 times slower), then the longest.
 // Each suite has its own n8n instance, sandbox and ports. The package is packed once, before any
 // starts (a pack builds dist/, which two packs at once would race on). Suites that are not per
-// version (the scanner, the AI tool) run once, with the last version. Prints each suite's time and
-// CPU time at the end.
+// version (the scanner, the AI tool) run once, with the last version; the templates' suite once,
+// with the newest. Prints each suite's time and CPU time at the end.
 // Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions;
 // E2E_JSON_DIR: a folder for jest's JSON result of each suite (.ci/run sums them up).
 import { execFile, spawn } from 'node:child_process';
@@ -20,6 +20,9 @@ import { packPackage } from './instance';
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const SLOTS = Math.max(1, Number(process.env.N8N_E2E_SLOTS ?? 3));
 const ONCE = ['scanner.test.ts', 'agentTool.test.ts'];
+/** Suites run once, with the newest version (the one users install today). */
+const NEWEST = ['templates.test.ts'];
+const newest = [...VERSIONS].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })).at(-1);
 /** Suites that load n8n: two at most at once, so that each runs at a size 2 cores answer in time. */
 const MAX_LOADS = 2;
 const LOADS = [
@@ -40,6 +43,7 @@ const SECONDS: Record<string, number> = {
 	'repeats.test.ts': 100,
 	'burst.test.ts': 90,
 	'flood.test.ts': 75,
+	'templates.test.ts': 70,
 	'networkFaults.test.ts': 60,
 	's3Objects.test.ts': 50,
 	'scanner.test.ts': 30,
@@ -136,6 +140,7 @@ void (async () => {
 		files
 			.map((file) => ({ version, file, name: path.basename(file) }))
 			.filter(({ name }) => n === VERSIONS.length - 1 || !ONCE.includes(name))
+			.filter(({ name }) => version === newest || !NEWEST.includes(name))
 			.map((suite) => ({ ...suite, load: LOADS.includes(suite.name) })),
 	).sort((a, b) => (SECONDS[b.name] ?? 100) - (SECONDS[a.name] ?? 100));
 	const results: Result[] = [];

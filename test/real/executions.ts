@@ -5,7 +5,13 @@ import path from 'node:path';
 import type { N8n } from './instance';
 
 export type Item = { json: Record<string, unknown>; pairedItem?: unknown };
-export type RunData = Record<string, Array<{ data?: { main?: Array<Item[] | null> } }>>;
+export type RunData = Record<
+	string,
+	Array<{
+		data?: { main?: Array<Item[] | null> };
+		error?: { message?: string; description?: string };
+	}>
+>;
 export interface Execution {
 	id: string;
 	status: string;
@@ -59,6 +65,16 @@ export function executionsApi(n8n: () => N8n) {
 			const res = await n8n().rest<{ data: string | object }>('GET', `/executions/${id}`);
 			const data = typeof res.body.data === 'string' ? flatted.parse(res.body.data) : res.body.data;
 			return JSON.stringify(data);
+		},
+		/** The errors of a workflow's failed executions, each as "<node>: <message> (<description>)". */
+		async errorsOf(workflowId: string): Promise<string[]> {
+			const failed = (await executions(workflowId)).filter((e) => e.status === 'error');
+			const errors: string[] = [];
+			for (const { id } of failed)
+				for (const [node, runs] of Object.entries(await this.runDataOf(id)))
+					for (const { error } of runs)
+						if (error) errors.push(`${node}: ${error.message} (${error.description ?? ''})`);
+			return errors;
 		},
 		/** An execution's run data as n8n stores it (flatted in the REST answer). */
 		async runDataOf(id: string): Promise<RunData> {
@@ -170,9 +186,9 @@ export function executionsApi(n8n: () => N8n) {
 			return found;
 		},
 		/** POSTs to a production webhook; 2.x registers them in the background after it answers, so a 404 is tried again. */
-		async call(hook: string): Promise<number> {
+		async call(hook: string, body: unknown = {}): Promise<number> {
 			return await waitFor(`the webhook ${hook}`, async () => {
-				const res = await n8n().post(`/webhook/${hook}`, {});
+				const res = await n8n().post(`/webhook/${hook}`, body);
 				return res.status === 404 ? undefined : res.status;
 			});
 		},

@@ -1,4 +1,7 @@
-// Workflows the e2e suites build (beside the examples users import).
+// Workflows the e2e suites build, and the templates of examples/ as a user sets them up.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
 import { tempJson } from './instance';
 
 /** A node of workflow `id`, at x along one row. */
@@ -92,3 +95,50 @@ export function batchWaitWorkflow(
 		settings,
 	);
 }
+
+/** A node of a template as its JSON holds it. */
+export interface TemplateNode {
+	id: string;
+	name: string;
+	type: string;
+	typeVersion: number;
+	position: number[];
+	parameters: Record<string, unknown>;
+	credentials?: Record<string, { id: string; name: string }>;
+	webhookId?: string;
+}
+
+/** A template of examples/ as its JSON holds it. */
+export interface Template {
+	name: string;
+	nodes: TemplateNode[];
+	connections: Record<
+		string,
+		{ main: Array<Array<{ node: string; type: string; index: number }>> }
+	>;
+}
+
+/** Where the templates that read or write the disk keep their files (named in their sticky notes). */
+export const TEMPLATE_DISK = '/home/node/.n8n-files/captioning';
+
+/**
+ * A template of examples/ as a user sets it up: each placeholder replaced by what `replace` names
+ * (their text, e.g. `TEMPLATE_DISK` or `YOUR-BUCKET`), then `edit` (credentials picked, a node
+ * swapped for a test's own).
+ */
+export function template(
+	name: string,
+	replace: Record<string, string>,
+	edit: (template: Template) => void = () => undefined,
+): Template {
+	let text = readFileSync(path.resolve(__dirname, '../../examples', `${name}.json`), 'utf8');
+	for (const [placeholder, value] of Object.entries(replace))
+		text = text.replaceAll(placeholder, value);
+	const parsed = JSON.parse(text) as Template;
+	edit(parsed);
+	return parsed;
+}
+
+/** The template's file to import, under workflow id `id` (1.x needs a versionId). */
+export const templateFile = (value: Template, id: string): string =>
+	tempJson(`${id}.json`, { ...value, id, versionId: `${id}-v1` });

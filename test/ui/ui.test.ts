@@ -202,7 +202,7 @@ describe(`n8n ${VERSION}'s editor`, () => {
 						n.credentials = {
 							googleDriveOAuth2Api: { id: 'googleDriveAccount', name: 'Google Drive account' },
 						};
-					// The folder a user picks after importing (the example leaves it empty, so n8n flags it).
+					// The folder a user picks after importing (the template holds a placeholder its note names).
 					if (n.type === 'n8n-nodes-base.googleDriveTrigger')
 						(n as unknown as { parameters: Record<string, unknown> }).parameters.folderToWatch = {
 							__rl: true,
