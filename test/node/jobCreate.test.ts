@@ -387,6 +387,25 @@ describe('idempotency', () => {
 		},
 	);
 
+	test("None and a lost answer, then the execution's Retry: not sent again, the error says a job may exist", async () => {
+		sb.injectFault('POST /jobs', { kind: 'lose-response', status: 500 });
+		const failed = await runCaptioning(sb, create({ idempotency: 'none', title: 'Lost' }), {
+			workflowId: 'none-retry',
+			mode: 'webhook',
+		});
+		expect(failed.failure?.description).toMatch(/a job may exist and be charged/);
+		const retried = await runCaptioning(sb, create({ idempotency: 'none', title: 'Lost' }), {
+			workflowId: 'none-retry',
+			mode: 'retry',
+			contextData: failed.contextData(),
+		});
+		expect(retried.failure).toMatchObject({
+			message: 'This order got no answer when it was sent',
+			description: expect.stringMatching(/^No answer said the order was placed or refused/),
+		});
+		expect(sb.ledger.requests.filter((r) => r.route === 'POST /jobs')).toHaveLength(1);
+	});
+
 	test('the automatic key is the order itself: equal items share one job, and a new run replays it', async () => {
 		const first = await runCaptioning(sb, create({}), {
 			input: [{ json: {} }, { json: {} }],

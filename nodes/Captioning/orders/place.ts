@@ -9,6 +9,7 @@
 // on. A file is read (probed, hashed, uploaded) within the run's Concurrency; the node context
 // keeps, by tag, what a Retry needs (the upload of a file order).
 import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
 import { fileProbe, fileSha256, hashingReads } from '../media/binary';
 import { workspaceToken } from '../model/events';
@@ -267,7 +268,8 @@ async function post(
 
 /**
  * An order without a key. The node context keeps its job by item and tag for this execution, so
- * that a Retry On Fail (or the execution's Retry) reads it back rather than order again.
+ * that a Retry On Fail (or the execution's Retry) reads it back rather than order again; an order
+ * whose outcome is unknown is kept as such (''), and is not sent again.
  */
 async function placeWithoutKey(
 	ctx: IExecuteFunctions,
@@ -280,19 +282,28 @@ async function placeWithoutKey(
 	const context = ctx.getContext('node') as IDataObject;
 	const ordered = (context.captioningOrders ??= {}) as Record<string, string>;
 	const mark = `${i}:${tag}`;
+	if (ordered[mark] === '') {
+		const error = new NodeOperationError(
+			ctx.getNode(),
+			'This order got no answer when it was sent',
+			{
+				itemIndex: i,
+			},
+		);
+		throw maybeOrdered(error, order.body);
+	}
 	if (ordered[mark])
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
 	const body = await bodyOf(ctx, i, order, orders, mark, file);
-	let unknown = false;
 	try {
 		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 			body: body as IDataObject,
 			itemIndex: i,
-			onUnknownOutcome: () => (unknown = true),
+			onUnknownOutcome: () => (ordered[mark] = ''),
 		});
 		ordered[mark] = response.body.id;
 		return { job: response.body, replayed: false };
 	} catch (error) {
-		throw unknown ? maybeOrdered(error, body) : error;
+		throw ordered[mark] === '' ? maybeOrdered(error, body) : error;
 	}
 }
