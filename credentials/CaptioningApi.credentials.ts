@@ -126,6 +126,8 @@ export class CaptioningApi implements ICredentialType {
 			method: 'GET',
 			ignoreHttpStatusErrors: true,
 			disableFollowRedirect: true,
+			// A host that takes the connection and never answers ends the Test, not the wait of it.
+			timeout: 15000,
 		},
 		rules: [
 			...Object.entries(TEST_REFUSALS).map(([value, message]) => ({
