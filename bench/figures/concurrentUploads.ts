@@ -41,7 +41,7 @@ async function measure() {
 					resource: 'upload',
 					operation: 'create',
 					binaryPropertyName: 'data',
-					batching: { concurrency: CONCURRENT_UPLOADS },
+					concurrency: CONCURRENT_UPLOADS,
 				},
 				{ input },
 			);

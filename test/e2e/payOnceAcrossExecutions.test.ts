@@ -222,10 +222,10 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 			// One order at a time, so that the fourth fails after three went through.
 			n8n.importWorkflows([
 				urlWorkflow('wfPayRetryOrig1', 'pay-once-original', failing.a, 1, {
-					batching: { concurrency: 1 },
+					concurrency: 1,
 				}),
 				urlWorkflow('wfPayRetrySaved', 'pay-once-saved', failing.b, 1, {
-					batching: { concurrency: 1 },
+					concurrency: 1,
 				}),
 				urlWorkflow('wfPayCrashPoll1', 'pay-once-crash', waiting, 1, {
 					waitForCompletion: 'poll',

@@ -262,7 +262,7 @@ describe.each(VERSIONS)("n8n %s: a workspace's whole life", (version) => {
 						{},
 						{
 							waitForCompletion: 'none',
-							batching: { concurrency: 1 },
+							concurrency: 1,
 						},
 					),
 				),

@@ -75,7 +75,7 @@ describe('every item is checked before the first request', () => {
 describe('concurrency', () => {
 	test('orders run together, never more than Batching → Concurrency at once', async () => {
 		sb.setLatency(150);
-		const run = await runCaptioning(sb, create({ batching: { concurrency: 3 } }), {
+		const run = await runCaptioning(sb, create({ concurrency: 3 }), {
 			input: urls(12),
 		});
 		expect(run.failure).toBeUndefined();
@@ -108,7 +108,7 @@ describe('concurrency', () => {
 		}
 		const run = await runCaptioning(
 			sb,
-			create({ source: 'binary', binaryPropertyName: 'data', batching: { concurrency: 2 } }),
+			create({ source: 'binary', binaryPropertyName: 'data', concurrency: 2 }),
 			{ input },
 		);
 		expect(run.failure).toBeUndefined();
@@ -142,7 +142,7 @@ describe('concurrency', () => {
 				jobId: '={{ $json.id }}',
 				formats: ['srt', 'vtt'],
 				binaryPropertyName: 'data',
-				batching: { concurrency: 3 },
+				concurrency: 3,
 			},
 			{ input: ids.map((id) => ({ json: { id } })) },
 		);
@@ -161,7 +161,7 @@ describe('concurrency', () => {
 describe('one pacing for the whole batch', () => {
 	test('429s under a write limit: every item ordered and charged once, each refused order sent again and nothing else', async () => {
 		sb.setRateLimits({ writePerSecond: 10 });
-		const run = await runCaptioning(sb, create({ batching: { concurrency: 4 } }), {
+		const run = await runCaptioning(sb, create({ concurrency: 4 }), {
 			input: urls(40),
 		});
 		expect(run.failure).toBeUndefined();
@@ -181,7 +181,7 @@ describe('nothing lost, nothing doubled', () => {
 			{ rate: 0.3, match: 'POST /jobs', kinds: [{ kind: 'lose-response' }, { kind: 'reset' }] },
 			7,
 		);
-		const run = await runCaptioning(sb, create({ batching: { concurrency: 6 } }), {
+		const run = await runCaptioning(sb, create({ concurrency: 6 }), {
 			input: urls(40),
 		});
 		expect(run.failure).toBeUndefined();
@@ -204,7 +204,7 @@ describe('nothing lost, nothing doubled', () => {
 			message: 'Injected refusal',
 			after: 3,
 		});
-		const failed = await runCaptioning(sb, create({ batching: { concurrency: 1 } }), {
+		const failed = await runCaptioning(sb, create({ concurrency: 1 }), {
 			input: urls(8),
 		});
 		expect(failed.failure).toMatchObject({ message: expect.stringMatching(/^Injected refusal/) });
@@ -222,7 +222,7 @@ describe('nothing lost, nothing doubled', () => {
 			message: 'Injected refusal',
 			after: 3,
 		});
-		const retried = await runCaptioning(sb, create({ batching: { concurrency: 1 } }), {
+		const retried = await runCaptioning(sb, create({ concurrency: 1 }), {
 			input: urls(8),
 			settings: { retryOnFail: true, maxTries: 2, waitBetweenTries: 10 },
 		});
@@ -428,7 +428,7 @@ describe('memory per file, not per batch', () => {
 			);
 			const run = await runCaptioning(
 				sb,
-				create({ source: 'binary', binaryPropertyName: 'data', batching: { concurrency: 2 } }),
+				create({ source: 'binary', binaryPropertyName: 'data', concurrency: 2 }),
 				{ input },
 			);
 			expect(run.failure).toBeUndefined();

@@ -60,7 +60,7 @@ describe("a failed batch, then the execution's Retry", () => {
 				after: 3,
 				times,
 			});
-			const params = create({ batching: { concurrency: 1 } });
+			const params = create({ concurrency: 1 });
 			const failed = await runCaptioning(sb, params, { input, workflowId, mode: 'trigger' });
 			expect(failed.failure?.message).toMatch(/^Injected refusal/);
 			sb.clearFaults();
@@ -283,7 +283,7 @@ describe('Binary File sources repeat cleanly', () => {
 		const params = create({
 			source: 'binary',
 			binaryPropertyName: 'data',
-			batching: { concurrency: 4 },
+			concurrency: 4,
 		});
 		const names = Array.from({ length: 12 }, (_, n) => `clip${n}`);
 		await runCaptioning(sb, params, { input: await videos(names), workflowId });
@@ -518,7 +518,7 @@ describe("n8n's deduplication store, called per run", () => {
 		setProcessedDelay(50);
 		sb.injectFault('POST /jobs', { status: 400, code: 'invalid_request', after: 3, times: 1 });
 		const input = urls(['slow-a', 'slow-b', 'slow-c', 'slow-d', 'slow-e']);
-		const params = create({ batching: { concurrency: 1 } });
+		const params = create({ concurrency: 1 });
 		const run = await runCaptioning(sb, params, { input, workflowId: newWorkflow() });
 		expect(run.failure?.httpCode).toBe('400');
 		expect(posts()).toHaveLength(4);

@@ -120,7 +120,7 @@ test('Object Key may be a whole s3://bucket/key, with spaces and non-ASCII; Link
 
 test('a batch: every object checked before the first order, ordered concurrently, outputs paired with inputs', async () => {
 	const keys = ['a', 'b', 'c', 'd', 'e'].map((n) => `videos/${n}.mp4`);
-	const run = await runCaptioning(sb, create({ batching: { concurrency: 3 } }), {
+	const run = await runCaptioning(sb, create({ concurrency: 3 }), {
 		input: objects(keys),
 		s3: credential(),
 	});
@@ -320,7 +320,7 @@ describe('paying once: the same object with the same options replays, whatever s
 			after: 1,
 		});
 		const input = objects(['videos/c.mp4', 'videos/d.mp4']);
-		const params = create({ batching: { concurrency: 1 } });
+		const params = create({ concurrency: 1 });
 		const failed = await runCaptioning(sb, params, {
 			input,
 			s3: credential(),

@@ -231,7 +231,7 @@ test('an item that fails (Continue On Fail) keeps its error item: the others are
 					mediaUrl: '={{ $json.url }}',
 					waitForCompletion: 'webhook',
 					timeout: 60,
-					batching: { concurrency: 1 },
+					concurrency: 1,
 				},
 				{ continueOnFail: true },
 			),

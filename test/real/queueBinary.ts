@@ -341,9 +341,7 @@ async function main(): Promise<number> {
 						binaryPropertyName: 'data',
 						idempotency: 'auto',
 						waitForCompletion: 'none',
-						...(SET_CONCURRENCY === undefined
-							? {}
-							: { batching: { concurrency: SET_CONCURRENCY } }),
+						...(SET_CONCURRENCY === undefined ? {} : { concurrency: SET_CONCURRENCY }),
 					},
 					{ credentials },
 				],

@@ -26,8 +26,8 @@ test("two runs at once share one pace: a 429 met by one holds the other's reques
 	// The third order to arrive, whichever run sent it, is refused for 2 s.
 	sb.injectFault('POST /jobs', { status: 429, code: 'rate_limited', retryAfter: 2, after: 2 });
 	const [a, b] = await Promise.all([
-		runCaptioning(sb, create({ batching: { concurrency: 2 } }), { input: urls(6, 'a') }),
-		runCaptioning(sb, create({ batching: { concurrency: 2 } }), { input: urls(6, 'b') }),
+		runCaptioning(sb, create({ concurrency: 2 }), { input: urls(6, 'a') }),
+		runCaptioning(sb, create({ concurrency: 2 }), { input: urls(6, 'b') }),
 	]);
 	expect(a.failure).toBeUndefined();
 	expect(b.failure).toBeUndefined();
@@ -48,8 +48,8 @@ test("two runs at once share one pace: a 429 met by one holds the other's reques
 test('two runs at once under a write limit: every order placed once, none lost to the 429s', async () => {
 	sb.setRateLimits({ writePerSecond: 5 });
 	const [a, b] = await Promise.all([
-		runCaptioning(sb, create({ batching: { concurrency: 4 } }), { input: urls(20, 'a') }),
-		runCaptioning(sb, create({ batching: { concurrency: 4 } }), { input: urls(20, 'b') }),
+		runCaptioning(sb, create({ concurrency: 4 }), { input: urls(20, 'a') }),
+		runCaptioning(sb, create({ concurrency: 4 }), { input: urls(20, 'b') }),
 	]);
 	expect(a.failure).toBeUndefined();
 	expect(b.failure).toBeUndefined();

@@ -47,7 +47,7 @@ const operations: Record<string, Record<string, Operation>> = {
 	upload: { create: upload.create as Operation },
 };
 
-/** The operations that offer Batching → Concurrency; the others send one request at a time. */
+/** The operations that offer Concurrency; the others send one request at a time. */
 const BATCHING = new Set(['job:create', 'job:getCaptions', 'upload:create']);
 
 export async function router(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
@@ -61,10 +61,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 			`The operation "${name}" of resource "${resource}" is not supported`,
 		);
 	const concurrency = BATCHING.has(`${resource}:${name}`)
-		? Number(this.getNodeParameter('batching.concurrency', 0, DEFAULT_CONCURRENCY))
+		? Number(this.getNodeParameter('concurrency', 0, DEFAULT_CONCURRENCY))
 		: 1;
 	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
-		throw new NodeOperationError(this.getNode(), `Batching → Concurrency is ${concurrency}`, {
+		throw new NodeOperationError(this.getNode(), `Concurrency is ${concurrency}`, {
 			description: 'Set it to a whole number of 1 or more (default 4).',
 		});
 	}

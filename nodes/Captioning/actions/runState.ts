@@ -1,8 +1,9 @@
 // What the operations of one node run share (its batch): the waits for jobs, the orders, the jobs
 // ordered so far, what ran into a hint, and what runs once every item is done.
-import type { INodeExecutionData, IExecuteFunctions } from 'n8n-workflow';
+import type { INodeExecutionData, INodeProperties, IExecuteFunctions } from 'n8n-workflow';
 
 import { RunOrders } from '../orders/runOrders';
+import { DEFAULT_CONCURRENCY } from '../transport/limits';
 import { JobWaiter } from '../waiting/poll';
 import type { NodeError } from './errorItems';
 
@@ -53,3 +54,13 @@ export function withOrdered(error: NodeError, { ordered, replays }: RunState): N
 	Object.assign(error.context, { orderedJobs: list.map(([item, jobId]) => ({ item, jobId })) });
 	return error;
 }
+
+/** Concurrency, for the operations that send files, order or download. */
+export const concurrencyField: INodeProperties = {
+	displayName: 'Concurrency',
+	name: 'concurrency',
+	type: 'number',
+	typeOptions: { minValue: 1, maxValue: 32 },
+	default: DEFAULT_CONCURRENCY,
+	description: 'How many requests to the service may be under way at once for the items of one run',
+};

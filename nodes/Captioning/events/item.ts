@@ -33,7 +33,7 @@ export function jobEventItem(
 
 /**
  * The trigger's items with the captions of each completed job (Attach Captions), downloaded in the
- * execution: Batching's default Concurrency of downloads at once, the first items first, with every
+ * execution: the default Concurrency of downloads at once, the first items first, with every
  * other request of the key under its rate limits, retried, and again on the execution's Retry. A download that finally fails does not fail the execution: the item carries
  * `captions_error` naming the formats and the cause (the event itself is not lost).
  */

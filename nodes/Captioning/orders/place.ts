@@ -16,11 +16,11 @@ import { workspaceToken } from '../model/events';
 import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest, KEY_RELIED_ON_MS } from '../transport';
 import { uploadFile } from '../transport/files';
-import { notInWorkspace, readJob } from '../transport/jobs';
+import { readJob } from '../transport/jobs';
 import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
 import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
-import type { Order, OrderRecord, Placed, RunOrders } from './runOrders';
+import type { Order, Placed, RunOrders } from './runOrders';
 import type { OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
 
@@ -179,7 +179,7 @@ async function placeKeyed(
 	const mark = `order ${tag}`;
 	const record = orders.recordOf(tag);
 	if (await orders.markSent(mark, record !== undefined)) {
-		const earlier = await earlierJob(ctx, i, orders, tag, record);
+		const earlier = await orders.earlier(i, tag);
 		if (earlier) return replayOf(earlier, order);
 		// Sent moments ago with an unknown outcome: sent again with its key, which replays it if placed.
 		if (!(typeof record === 'number' && Date.now() - record < KEY_RELIED_ON_MS))
@@ -213,36 +213,10 @@ async function placeKeyed(
 		if (!isConflict(error)) throw error as NodeApiError;
 		// The key's earlier order differs from this body only in what this execution has (its On
 		// Webhook resume URL, an S3 link signed now): it is this order, answered as the replay.
-		const earlier = await orders.earlier(taggedWith(tag), true);
+		const earlier = await orders.earlier(i, tag, true);
 		if (earlier) return replayOf(earlier, order);
 		throw explainConflict(error, media, custom ? key : undefined);
 	}
-}
-
-/** Whether a job is the order of this tag. */
-const taggedWith = (tag: string) => (job: Job) => job.metadata?.[ORDER_TAG] === tag;
-
-/**
- * The job of an order this node may have sent before: the one its record names (one read), else
- * the one its tag names among the newest jobs. Recorded, so that the next repeat reads it directly.
- */
-async function earlierJob(
-	ctx: IExecuteFunctions,
-	i: number,
-	orders: RunOrders,
-	tag: string,
-	record: OrderRecord | undefined,
-): Promise<Job | undefined> {
-	const read =
-		typeof record === 'string'
-			? await readJob(ctx, record, { itemIndex: i }).catch((error: unknown) => {
-					if (notInWorkspace(error)) return undefined;
-					throw error as NodeApiError;
-				})
-			: undefined;
-	const earlier = read ?? (await orders.earlier(taggedWith(tag)));
-	if (earlier) orders.record(tag, earlier.id);
-	return earlier;
 }
 
 /** POST /jobs with the key. */

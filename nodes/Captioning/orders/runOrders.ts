@@ -2,7 +2,7 @@
 // newest jobs of the workspace read for a repeat's lookup (one scan for the whole run),
 // Concurrency for the files it reads, and the orders under way, so that equal orders of a batch
 // are one POST.
-import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow';
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
@@ -11,7 +11,8 @@ import type { CreateJobBody, Job } from '../model/types';
 import { apiRequest } from '../transport';
 import type { Limit } from '../transport/limits';
 import { DEFAULT_CONCURRENCY, runConcurrency, runLimit } from '../transport/limits';
-import { jobPages } from '../transport/jobs';
+import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
+import { ORDER_TAG } from './keys';
 import type { S3Access, S3Object } from '../s3/addresses';
 import { ProcessedStore } from '../transport/processedStore';
 
@@ -154,12 +155,24 @@ export class RunOrders {
 	}
 
 	/**
-	 * The newest job that `match` takes among the newest LOOKUP_PAGES pages of the job list: pages
-	 * are read as lookups need them, once for the run (`fresh`: read anew, as after a 409).
+	 * The job of an order this node may have sent before: the one its record names (one read), else
+	 * the one its tag names among the newest LOOKUP_PAGES pages of the job list, read as lookups need
+	 * them, once for the run (`fresh`: no record, the list read anew, as after a 409). Recorded, so
+	 * that the next repeat reads it directly.
 	 */
-	async earlier(match: (job: Job) => boolean, fresh = false): Promise<Job | undefined> {
+	async earlier(i: number, tag: string, fresh = false): Promise<Job | undefined> {
+		const record = fresh ? undefined : this.recordOf(tag);
+		const read =
+			typeof record === 'string'
+				? await readJob(this.ctx, record, { itemIndex: i }).catch((error: unknown) => {
+						if (notInWorkspace(error)) return undefined;
+						throw error as NodeApiError;
+					})
+				: undefined;
 		const scan = fresh ? jobScan(this.ctx) : (this.scan ??= jobScan(this.ctx));
-		return await scan(match);
+		const earlier = read ?? (await scan((job) => job.metadata?.[ORDER_TAG] === tag));
+		if (earlier) this.record(tag, earlier.id);
+		return earlier;
 	}
 }
 

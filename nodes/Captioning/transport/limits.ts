@@ -11,7 +11,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 
 import { sleep } from './sleep';
 
-/** Batching → Concurrency's default: a run's requests under way at once. */
+/** Concurrency's default: a run's requests under way at once. */
 export const DEFAULT_CONCURRENCY = 4;
 
 /** A request that was not sent because the batch stopped (another item failed). */

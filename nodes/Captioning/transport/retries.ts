@@ -103,7 +103,7 @@ class Attempts {
 			itemIndex: options.itemIndex,
 			description:
 				waited instanceof WaitedTooLong
-					? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Batching → Concurrency, or use a key of its own for this workflow.'
+					? 'Every workflow that uses this API key shares its rate limit, and others kept it busy. Nothing was sent, so nothing was ordered or charged: run again, lower Concurrency, or use a key of its own for this workflow.'
 					: undefined,
 		});
 	}

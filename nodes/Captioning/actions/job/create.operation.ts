@@ -11,8 +11,7 @@ import { inputFileField, readInputFile } from '../../media/binary';
 import { MAX_INTERVAL_SECONDS, MAX_TIMEOUT_MINUTES } from '../../waiting/poll';
 import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
-import { batchingField } from '../batching';
-import { runStateOf } from '../runState';
+import { concurrencyField, runStateOf } from '../runState';
 import { checkCustomKey } from '../../orders/keys';
 import type { Order } from '../../orders/runOrders';
 import { placeOrder } from '../../orders/place';
@@ -412,7 +411,7 @@ const properties: INodeProperties[] = [
 		displayOptions: { show: { waitForCompletion: ['poll', 'webhook'] } },
 		description: 'How long to wait for the jobs, at most 35,791 minutes (24.8 days)',
 	},
-	batchingField,
+	concurrencyField,
 ];
 
 export const description = updateDisplayOptions(

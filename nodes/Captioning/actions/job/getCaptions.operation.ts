@@ -6,7 +6,7 @@ import type {
 } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../batching';
+import { concurrencyField } from '../runState';
 import type { CaptionSettings } from '../../captions';
 import {
 	binaryPropertyNameField,
@@ -22,7 +22,7 @@ const properties: INodeProperties[] = [
 	jobIdField,
 	formatsField,
 	captionsAsField,
-	batchingField,
+	concurrencyField,
 	binaryPropertyNameField,
 ];
 

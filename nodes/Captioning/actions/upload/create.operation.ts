@@ -1,12 +1,12 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
-import { batchingField } from '../batching';
+import { concurrencyField } from '../runState';
 import type { InputFile } from '../../media/binary';
 import { inputFileField, readInputFile } from '../../media/binary';
 import { uploadFile } from '../../transport/files';
 
-const properties: INodeProperties[] = [inputFileField, batchingField];
+const properties: INodeProperties[] = [inputFileField, concurrencyField];
 
 export const description = updateDisplayOptions(
 	{ show: { resource: ['upload'], operation: ['create'] } },
