@@ -10,7 +10,7 @@ import type { IExecuteFunctions } from 'n8n-workflow';
 import { isFinal } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, sleep } from '../Captioning/transport';
-import { jobPages, readJob } from '../Captioning/transport/jobs';
+import { jobPages, readJobs } from '../Captioning/transport/jobs';
 
 /** How long an execution reads again while its job does not show the event's status. */
 export const STATUS_WAIT_MINUTES = 5;
@@ -66,7 +66,7 @@ async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promi
 			if (++pages >= Math.min(wanted.length, MAX_PAGES) || !last) break;
 			if (Date.parse(last.created_at) < oldest) break;
 		}
-		return await readJob(ctx, job.id);
+		return (await readJobs(ctx, [job])).get(job.id)!;
 	} catch (error) {
 		return error as Error;
 	}

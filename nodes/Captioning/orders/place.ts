@@ -256,16 +256,12 @@ async function placeWithoutKey(
 	const context = ctx.getContext('node') as IDataObject;
 	const ordered = (context.captioningOrders ??= {}) as Record<string, string>;
 	const mark = `${i}:${tag}`;
-	if (ordered[mark] === '') {
-		const error = new NodeOperationError(
-			ctx.getNode(),
-			'This order got no answer when it was sent',
-			{
-				itemIndex: i,
-			},
-		);
-		throw maybeOrdered(error, order.body);
-	}
+	if (ordered[mark] === '')
+		throw new NodeOperationError(ctx.getNode(), 'This order got no answer when it was sent', {
+			itemIndex: i,
+			description:
+				'A job may exist and be charged, so with Idempotency None it is not sent again: look for it with Job → Get Many before ordering again, or set Idempotency to Automatic, which makes a repeat safe.',
+		});
 	if (ordered[mark])
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
 	const body = await bodyOf(ctx, i, order, orders, mark, file);

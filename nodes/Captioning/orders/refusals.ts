@@ -2,7 +2,7 @@
 // idempotency_conflict in the words of the key in use, an order without a key that got no answer
 // (a job may exist), and which repeats replay the orders of a batch that stopped.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
-import { NodeApiError, NodeOperationError } from 'n8n-workflow';
+import { NodeApiError } from 'n8n-workflow';
 
 import type { CreateJobBody } from '../model/types';
 import type { Order } from './runOrders';
@@ -28,7 +28,7 @@ export function mayBePlaced(error: unknown): unknown {
  * placed: it is not sent again (that could pay twice), and the error says how to find the job.
  */
 export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
-	if (!(error instanceof NodeApiError || error instanceof NodeOperationError)) return error;
+	if (!(error instanceof NodeApiError)) return error;
 	const named = [
 		body.title ? `the title "${body.title}"` : '',
 		body.metadata && Object.keys(body.metadata).length > 0
