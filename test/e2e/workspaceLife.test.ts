@@ -14,7 +14,7 @@ import type { Execution } from '../real/executions';
 import { executionsApi } from '../real/executions';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
-import { batchWaitWorkflow, node } from '../real/workflows';
+import { batchWaitWorkflow, chainWorkflow, node, webhookNode } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const MEDIA = 'https://media.example.com/workspace-life';
@@ -33,17 +33,9 @@ const TRIGGERS = {
 const credential = (id: string) => ({ captioningApi: { id, name: id } });
 
 /** Webhook (POST /webhook/<hook>, body {media_url, title}) → Job → Create with the trigger's URL, Don't Wait. */
-function orderWorkflow(id: string, hook: string, triggerUrl: string, credentialId: string): string {
-	const nodes = [
-		node(
-			id,
-			'Request',
-			'n8n-nodes-base.webhook',
-			2,
-			{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
-			0,
-			{ webhookId: `${id}-hook` },
-		),
+const orderWorkflow = (id: string, hook: string, triggerUrl: string, credentialId: string) =>
+	chainWorkflow(id, `Life: ${id}`, [
+		webhookNode(id, hook),
 		node(
 			id,
 			'Order',
@@ -60,26 +52,11 @@ function orderWorkflow(id: string, hook: string, triggerUrl: string, credentialI
 			220,
 			{ credentials: credential(credentialId) },
 		),
-	];
-	return tempJson(`${id}.json`, {
-		id,
-		name: `Life: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1' },
-		nodes,
-		connections: { Request: { main: [[{ node: 'Order', type: 'main', index: 0 }]] } },
-	});
-}
+	]);
 
 /** Captioning Trigger (Attach Captions: SRT) → the SRT appended to <folder>/<job id>.srt. */
-function triggerWorkflow(
-	id: string,
-	webhookId: string,
-	credentialId: string,
-	folder: string,
-): string {
-	const nodes = [
+const triggerWorkflow = (id: string, webhookId: string, credentialId: string, folder: string) =>
+	chainWorkflow(id, `Life: ${id}`, [
 		node(
 			id,
 			'Job Event',
@@ -108,30 +85,12 @@ function triggerWorkflow(
 			},
 			220,
 		),
-	];
-	return tempJson(`${id}.json`, {
-		id,
-		name: `Life: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1' },
-		nodes,
-		connections: { 'Job Event': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] } },
-	});
-}
+	]);
 
 /** Webhook (body {urls}) → one item per URL → Job → Create (Automatic, Don't Wait): an hourly listing's shape. */
-function listingWorkflow(id: string, hook: string): string {
-	const nodes = [
-		node(
-			id,
-			'Request',
-			'n8n-nodes-base.webhook',
-			2,
-			{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
-			0,
-			{ webhookId: `${id}-hook` },
-		),
+const listingWorkflow = (id: string, hook: string) =>
+	chainWorkflow(id, `Life: ${id}`, [
+		webhookNode(id, hook),
 		node(
 			id,
 			'Each',
@@ -149,20 +108,7 @@ function listingWorkflow(id: string, hook: string): string {
 			440,
 			{ credentials: credential(ORDERS) },
 		),
-	];
-	return tempJson(`${id}.json`, {
-		id,
-		name: `Life: ${id}`,
-		versionId: `${id}-v1`,
-		active: false,
-		settings: { executionOrder: 'v1' },
-		nodes,
-		connections: {
-			Request: { main: [[{ node: 'Each', type: 'main', index: 0 }]] },
-			Each: { main: [[{ node: 'Order', type: 'main', index: 0 }]] },
-		},
-	});
-}
+	]);
 
 describe.each(VERSIONS)("n8n %s: a workspace's whole life", (version) => {
 	let n8n: N8n;

@@ -99,6 +99,17 @@ export async function serveTrigger(options: {
 			staticData: structuredClone(savedStaticData),
 		});
 	const description = options.nodeType.description.webhooks![0] as IWebhookDescription;
+	/** The trigger's webhook as n8n registers it, with these additional data. */
+	const webhookDataOf = (additionalData: IWebhookData['workflowExecuteAdditionalData']) =>
+		({
+			httpMethod: 'POST',
+			node: node.name,
+			path: String(description.path),
+			webhookDescription: description,
+			workflowId,
+			workflowExecuteAdditionalData: additionalData,
+			webhookId: node.webhookId,
+		}) as IWebhookData;
 	const executions: INodeExecutionData[][] = [];
 	const stored: INodeExecutionData[][] = [];
 	const failed: Error[] = [];
@@ -137,15 +148,7 @@ export async function serveTrigger(options: {
 				httpRequest: req,
 				httpResponse: res,
 			});
-			const webhookData: IWebhookData = {
-				httpMethod: 'POST',
-				node: node.name,
-				path: String(description.path),
-				webhookDescription: description,
-				workflowId,
-				workflowExecuteAdditionalData: additionalData,
-				webhookId: node.webhookId,
-			};
+			const webhookData = webhookDataOf(additionalData);
 			const workflow = loadWorkflow();
 			const context = new WebhookContext(
 				workflow,
@@ -189,15 +192,7 @@ export async function serveTrigger(options: {
 	/** The node's webhook method `kind` in a HookContext, as n8n calls it on (de)activation. */
 	const hook = async (kind: 'create' | 'delete', activation: 'activate' | 'update') => {
 		const additionalData = additionalDataFor(options.credentials, activation);
-		const webhookData = {
-			httpMethod: 'POST',
-			node: node.name,
-			path: String(description.path),
-			webhookDescription: description,
-			workflowId,
-			workflowExecuteAdditionalData: additionalData,
-			webhookId: node.webhookId,
-		} as IWebhookData;
+		const webhookData = webhookDataOf(additionalData);
 		const workflow = loadWorkflow();
 		const context = new HookContext(
 			workflow,

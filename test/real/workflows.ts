@@ -22,7 +22,12 @@ export const manualWorkflow = (id: string, name: string, steps: Node[]): string 
 	chainWorkflow(id, name, [node(id, 'Start', 'n8n-nodes-base.manualTrigger', 1, {}, 0), ...steps]);
 
 /** A workflow file of these nodes, each connected to the next. */
-function chainWorkflow(id: string, name: string, nodes: Node[], settings: object = {}): string {
+export function chainWorkflow(
+	id: string,
+	name: string,
+	nodes: Node[],
+	settings: object = {},
+): string {
 	const names = nodes.map((n) => n.name);
 	const connections = Object.fromEntries(
 		names
@@ -40,6 +45,18 @@ function chainWorkflow(id: string, name: string, nodes: Node[], settings: object
 	});
 }
 
+/** n8n's Webhook node at POST /webhook/<hook>, answering once the execution is stored. */
+export const webhookNode = (id: string, hook: string) =>
+	node(
+		id,
+		'Request',
+		'n8n-nodes-base.webhook',
+		2,
+		{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
+		0,
+		{ webhookId: `${id}-hook` },
+	);
+
 /** Webhook (POST /webhook/<hook>) → n media URLs, one item each → Job → Create (On Webhook unless `wait` says) → No Operation. */
 export function batchWaitWorkflow(
 	id: string,
@@ -54,15 +71,7 @@ export function batchWaitWorkflow(
 		id,
 		`Batch wait: ${id}`,
 		[
-			node(
-				id,
-				'Request',
-				'n8n-nodes-base.webhook',
-				2,
-				{ httpMethod: 'POST', path: hook, responseMode: 'onReceived', options: {} },
-				0,
-				{ webhookId: `${id}-hook` },
-			),
+			webhookNode(id, hook),
 			node(
 				id,
 				'Media',
