@@ -300,7 +300,8 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 					: undefined,
 			150000,
 		);
-		// Every execution the polling trigger started succeeded.
+		// Every execution the polling trigger started succeeded (the last may still be deleting the video).
+		await api.untilEnded(S3_WORKFLOW);
 		const ended = (await executions(S3_WORKFLOW)).filter((e) => e.mode === 'trigger');
 		expect(ended.map((e) => e.status)).toEqual(ended.map(() => 'success'));
 		expect(sb.ledger.charges.filter((c) => s3Orders().some((j) => j.id === c.jobId))).toHaveLength(
