@@ -1,5 +1,4 @@
 import type {
-	IDataObject,
 	IExecuteFunctions,
 	IHookFunctions,
 	INodeExecutionData,
@@ -8,16 +7,14 @@ import type {
 	IWebhookFunctions,
 	IWebhookResponseData,
 } from 'n8n-workflow';
-import { NodeConnectionTypes, NodeOperationError } from 'n8n-workflow';
+import { NodeConnectionTypes } from 'n8n-workflow';
 
 import { attachCaptionsFields, eventsField } from '../Captioning/events/fields';
 import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events/item';
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
-import { eventProblem, orderedWith, STATUS_OF } from '../Captioning/model/events';
-import type { Job } from '../Captioning/model/types';
-import { notInWorkspace } from '../Captioning/transport/jobs';
+import { eventProblem } from '../Captioning/model/events';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
-import { readUntilShown, STATUS_WAIT_MINUTES } from './readBack';
+import { readBackItem } from './readBack';
 import { learnTokens, takesToken } from './tokens';
 
 /** Answers a delivery that starts nothing with its status and why: n8n answers nothing more. */
@@ -130,38 +127,4 @@ export class CaptioningTrigger implements INodeType {
 		}
 		return [attach ? await withCaptions(this, items, attach) : items];
 	}
-}
-
-/**
- * The event's item with its job as read (Verify Events, or Attach Captions on a completion), or
- * undefined when the job does not back the event up: not in this workspace, final with another
- * status, or (Verify Events) ordered with another URL. A job that still does not show the status
- * fails the execution, naming it.
- */
-async function readBackItem(
-	ctx: IExecuteFunctions,
-	input: INodeExecutionData,
-	verify: boolean,
-	attach: boolean,
-): Promise<INodeExecutionData | undefined> {
-	const posted = input.json as unknown as Job & IDataObject;
-	const type = posted.event_type as EventType;
-	if (!verify && !(attach && type === 'job.completed')) return input;
-	const status = STATUS_OF[type];
-	const job = await readUntilShown(ctx, posted, status);
-	if (notInWorkspace(job)) return undefined;
-	if (job instanceof Error) throw job;
-	if (job.status !== status) {
-		if (job.status === 'completed' || job.status === 'cancelled') return undefined;
-		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} does not show ${status} yet`, {
-			description: `Event ${String(posted.event_id)} reports ${type}, but after ${STATUS_WAIT_MINUTES} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
-		});
-	}
-	if (verify && !orderedWith(job, `/${ctx.getNode().webhookId ?? ''}/captioning`)) return undefined;
-	return jobEventItem(job, {
-		id: String(posted.event_id),
-		type,
-		createdAt: String(posted.event_created_at),
-		verified: verify,
-	});
 }

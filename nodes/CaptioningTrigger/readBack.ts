@@ -1,19 +1,22 @@
-// An event's job, read back inside its execution until reads show the status the event reports (an
+// An event's job, read back inside its execution (Verify Events, Attach Captions) until reads show the status the event reports (an
 // event may come before they do), for up to STATUS_WAIT_MINUTES. Each execution reads with its own
 // context; only answers are shared, between the executions of one trigger (workflow, node and
 // credential) in this process, so that a burst costs a few reads of the key's shared limit, not one
 // per event: the final jobs a read of the job list showed, kept for a minute, and the read under
 // way, which an execution that needs one waits for before it reads itself. A read that fails (its
 // execution was cancelled) answers nothing: the others read again.
-import type { IExecuteFunctions } from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
+import { NodeOperationError } from 'n8n-workflow';
 
-import { isFinal } from '../Captioning/model/events';
+import { jobEventItem } from '../Captioning/events/item';
+import type { EventType } from '../Captioning/model/events';
+import { isFinal, orderedWith, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { CREDENTIAL_NAME, sleep } from '../Captioning/transport';
-import { jobPages, readJobs } from '../Captioning/transport/jobs';
+import { listedJobs, notInWorkspace, readJob } from '../Captioning/transport/jobs';
 
 /** How long an execution reads again while its job does not show the event's status. */
-export const STATUS_WAIT_MINUTES = 5;
+const STATUS_WAIT_MINUTES = 5;
 /** How long final jobs a read showed answer later events, and the most pages one read reads. */
 const KEPT_MS = 60000;
 const MAX_PAGES = 20;
@@ -53,20 +56,19 @@ function answersOf(ctx: IExecuteFunctions): Answers {
  * final job on them kept for the others; then its own job by its id, if the pages did not hold it.
  */
 async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
+	const keep = (listed: Job) => {
+		if (isFinal(listed)) shared.recent.set(listed.id, { job: listed, at: Date.now() });
+	};
+	const wanted = [...shared.waiting.values()];
 	try {
-		const wanted = [...shared.waiting.values()];
-		const oldest = Math.min(...wanted.map((w) => Date.parse(w.created_at)));
-		let pages = 0;
-		for await (const page of wanted.length > 1 ? jobPages(ctx) : []) {
-			for (const listed of page)
-				if (isFinal(listed)) shared.recent.set(listed.id, { job: listed, at: Date.now() });
-			const found = page.find((listed) => listed.id === job.id);
-			if (found) return found;
-			const last = page.at(-1);
-			if (++pages >= Math.min(wanted.length, MAX_PAGES) || !last) break;
-			if (Date.parse(last.created_at) < oldest) break;
-		}
-		return (await readJobs(ctx, [job])).get(job.id)!;
+		const listed =
+			wanted.length > 1
+				? await listedJobs(ctx, wanted, {
+						seen: keep,
+						maxPages: Math.min(wanted.length, MAX_PAGES),
+					})
+				: undefined;
+		return listed?.get(job.id) ?? (await readJob(ctx, job.id));
 	} catch (error) {
 		return error as Error;
 	}
@@ -101,7 +103,7 @@ async function readOnce(
  * The job as the API returns it (or the error reading it): read again, 1 s, 2 s, 4 s… apart, while
  * it is not final, until it shows `status` or STATUS_WAIT_MINUTES have passed. A final job is final.
  */
-export async function readUntilShown(
+async function readUntilShown(
 	ctx: IExecuteFunctions,
 	job: Wanted,
 	status: Job['status'],
@@ -119,4 +121,38 @@ export async function readUntilShown(
 	} finally {
 		shared.waiting.delete(job.id);
 	}
+}
+
+/**
+ * The event's item with its job as read (Verify Events, or Attach Captions on a completion), or
+ * undefined when the job does not back the event up: not in this workspace, final with another
+ * status, or (Verify Events) ordered with another URL. A job that still does not show the status
+ * fails the execution, naming it.
+ */
+export async function readBackItem(
+	ctx: IExecuteFunctions,
+	input: INodeExecutionData,
+	verify: boolean,
+	attach: boolean,
+): Promise<INodeExecutionData | undefined> {
+	const posted = input.json as unknown as Job & IDataObject;
+	const type = posted.event_type as EventType;
+	if (!verify && !(attach && type === 'job.completed')) return input;
+	const status = STATUS_OF[type];
+	const job = await readUntilShown(ctx, posted, status);
+	if (notInWorkspace(job)) return undefined;
+	if (job instanceof Error) throw job;
+	if (job.status !== status) {
+		if (job.status === 'completed' || job.status === 'cancelled') return undefined;
+		throw new NodeOperationError(ctx.getNode(), `Job ${job.id} does not show ${status} yet`, {
+			description: `Event ${String(posted.event_id)} reports ${type}, but after ${STATUS_WAIT_MINUTES} minutes of reads the API still shows the job ${job.status}. Retry this execution once Job → Get shows it ${status}: nothing else started a run for it.`,
+		});
+	}
+	if (verify && !orderedWith(job, `/${ctx.getNode().webhookId ?? ''}/captioning`)) return undefined;
+	return jobEventItem(job, {
+		id: String(posted.event_id),
+		type,
+		createdAt: String(posted.event_created_at),
+		verified: verify,
+	});
 }

@@ -47,50 +47,57 @@ export async function* jobPages(
 }
 
 /**
- * Reads many jobs at once (Poll's rounds, On Webhook's events, the trigger's bursts): the job list,
- * newest first, as far back as the oldest of them, then one by one only what those pages did not
- * hold (many jobs ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job
- * that cannot be read does not fail the others. `seen` hears of every job the pages held;
- * `maxPages` bounds the pages of the list read before the rest one by one (default: a page per 100
- * jobs, plus one).
+ * The jobs of `jobs` that the newest pages of the job list hold, read down to the oldest of them or
+ * `maxPages` pages (default: a page per 100 jobs, plus one). `seen` hears of every job the pages
+ * held. A page that cannot be read (after the transport's retries) throws.
+ */
+export async function listedJobs(
+	ctx: ApiContext,
+	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
+	{ seen, maxPages }: { seen?: (job: Job) => void; maxPages?: number } = {},
+): Promise<Map<string, Job>> {
+	const listed = new Map<string, Job>();
+	const unseen = new Set(jobs.map((job) => job.id));
+	const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
+	const pagesAllowed = maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
+	let pages = 0;
+	for await (const page of jobPages(ctx)) {
+		for (const job of page) {
+			seen?.(job);
+			if (unseen.delete(job.id)) listed.set(job.id, job);
+		}
+		// Newest first: past the oldest of them, the list holds none of them.
+		const last = page.at(-1);
+		if (unseen.size === 0 || ++pages >= pagesAllowed || !last) break;
+		if (Date.parse(last.created_at) < oldest) break;
+	}
+	return listed;
+}
+
+/**
+ * Reads many jobs at once (Poll's rounds, On Webhook's events): the job list as far back as the
+ * oldest of them (listedJobs), then one by one only what those pages did not hold (many jobs
+ * ordered elsewhere meanwhile) or a single job. Each job's read or its error: a job that cannot be
+ * read does not fail the others.
  */
 export async function readJobs(
 	ctx: ApiContext,
 	jobs: Array<Pick<Job, 'id' | 'created_at'>>,
-	{ seen, maxPages }: { seen?: (job: Job) => void; maxPages?: number } = {},
 ): Promise<Map<string, Job | Error>> {
 	const read = new Map<string, Job | Error>();
-	const unseen = new Set(jobs.map((job) => job.id));
-	if (unseen.size > 1) {
-		const oldest = Math.min(...jobs.map((job) => Date.parse(job.created_at)));
-		const pagesAllowed = maxPages ?? Math.ceil(unseen.size / PAGE_SIZE) + 1;
-		let pages = 0;
+	if (jobs.length > 1) {
 		try {
-			for await (const page of jobPages(ctx)) {
-				for (const job of page) {
-					seen?.(job);
-					if (unseen.delete(job.id)) read.set(job.id, job);
-				}
-				// Newest first: past the oldest of them, the list holds none of them.
-				const last = page.at(-1);
-				if (
-					unseen.size === 0 ||
-					++pages >= pagesAllowed ||
-					!last ||
-					Date.parse(last.created_at) < oldest
-				)
-					break;
-			}
+			for (const [id, job] of await listedJobs(ctx, jobs)) read.set(id, job);
 		} catch (error) {
 			// The list could not be read (after the transport's retries): nor, now, could each job.
-			for (const id of unseen) read.set(id, error as Error);
+			for (const job of jobs) read.set(job.id, error as Error);
 			return read;
 		}
 	}
 	await Promise.all(
-		[...unseen].map(async (id) =>
-			read.set(id, await readJob(ctx, id).catch((error: Error) => error)),
-		),
+		jobs
+			.filter((job) => !read.has(job.id))
+			.map(async ({ id }) => read.set(id, await readJob(ctx, id).catch((error: Error) => error))),
 	);
 	return read;
 }
