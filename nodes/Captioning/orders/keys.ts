@@ -9,7 +9,22 @@ import { createHash } from 'node:crypto';
 
 import type { CreateJobBody } from '../model/types';
 import { s3Uri } from '../s3/addresses';
-import type { Order } from './runOrders';
+import type { InputFile } from '../media/binary';
+import type { HeadedObject } from '../s3/object';
+import type { S3Access, S3Object } from '../s3/addresses';
+
+/** An item's order, checked and ready: nothing has been sent yet. */
+export interface Order {
+	body: CreateJobBody;
+	file?: InputFile;
+	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
+	s3?: { object: S3Object; hours: number; head?: HeadedObject & { access: S3Access } };
+	idempotency: 'auto' | 'custom' | 'none';
+	customKey?: string;
+	wait: 'none' | 'poll' | 'webhook';
+	interval: number;
+	timeout: number;
+}
 
 const KEY_RULE = /^[!-~]{1,255}$/;
 
@@ -26,13 +41,6 @@ function canonicalJson(value: unknown): string {
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/** The body without its Webhook URL (an On Webhook order's is the execution's own resume URL). */
-function withoutWebhookUrl(body: CreateJobBody): CreateJobBody {
-	const rest = { ...body };
-	delete rest.webhook_url;
-	return rest;
-}
 
 /**
  * The metadata key every keyed order carries its tag under. The service's job list is the record
@@ -60,9 +68,9 @@ export interface OrderNames {
 
 /** An order's names. Automatic's key is this workflow, this node and the order: the same for every repeat. */
 export function namesOf(ctx: IExecuteFunctions, order: Order, fileSha256?: string): OrderNames {
-	const rest: IDataObject = {
-		...(order.wait === 'webhook' ? withoutWebhookUrl(order.body) : order.body),
-	};
+	const rest: IDataObject = { ...order.body };
+	// An On Webhook order's Webhook URL is the execution's own resume URL.
+	if (order.wait === 'webhook') delete rest.webhook_url;
 	if (fileSha256 !== undefined) {
 		delete rest.upload_id;
 		rest.file = { sha256: fileSha256 };

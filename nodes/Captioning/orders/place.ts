@@ -20,8 +20,8 @@ import { readJob } from '../transport/jobs';
 import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
 import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
-import type { Order, Placed, RunOrders } from './runOrders';
-import type { OrderNames } from './keys';
+import type { Placed, RunOrders } from './runOrders';
+import type { Order, OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
 
 /** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
@@ -219,13 +219,13 @@ async function placeKeyed(
 	}
 }
 
-/** POST /jobs with the key. */
+/** POST /jobs, with the key if it has one. */
 async function post(
 	ctx: IExecuteFunctions,
 	i: number,
 	body: CreateJobBody,
-	key: string,
-	onUnknownOutcome?: () => void,
+	key: string | undefined,
+	onUnknownOutcome: () => void,
 ): Promise<Placed> {
 	const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
 		body: body as IDataObject,
@@ -233,7 +233,8 @@ async function post(
 		itemIndex: i,
 		onUnknownOutcome,
 	}).catch((error: NodeApiError) => {
-		if (error.httpCode === '400' && String(error.context?.param ?? '').startsWith('metadata'))
+		const param = String(error.context?.param ?? '');
+		if (key && error.httpCode === '400' && param.startsWith('metadata'))
 			error.description = `This node adds a metadata key of its own (${ORDER_TAG}), by which a repeat finds the order, so an order takes one key fewer than the workspace allows: if that is the limit it met, remove one metadata pair. ${error.description}`;
 		throw error;
 	});
@@ -266,13 +267,9 @@ async function placeWithoutKey(
 		return { job: await readJob(ctx, ordered[mark], { itemIndex: i }), replayed: true };
 	const body = await bodyOf(ctx, i, order, orders, mark, file);
 	try {
-		const response = await apiRequest<Job>(ctx, 'POST', '/jobs', {
-			body: body as IDataObject,
-			itemIndex: i,
-			onUnknownOutcome: () => (ordered[mark] = ''),
-		});
-		ordered[mark] = response.body.id;
-		return { job: response.body, replayed: false };
+		const placed = await post(ctx, i, body, undefined, () => (ordered[mark] = ''));
+		ordered[mark] = placed.job.id;
+		return placed;
 	} catch (error) {
 		throw ordered[mark] === '' ? maybeOrdered(error, body) : error;
 	}

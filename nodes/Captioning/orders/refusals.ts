@@ -5,7 +5,7 @@ import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { CreateJobBody } from '../model/types';
-import type { Order } from './runOrders';
+import type { Order } from './keys';
 import { LOOKUP_PAGES } from './runOrders';
 import { ORDER_TAG } from './keys';
 import { PAGE_SIZE } from '../transport/jobs';
@@ -81,12 +81,11 @@ export function explainConflict(error: unknown, media: string, customKey?: strin
 }
 
 /** Which repeats of an order replay it rather than pay again, as a stopped batch's error says it. */
-export function replaysOf(order: Order): string {
-	if (order.idempotency === 'custom') {
-		return "With a Custom Key, every repeat (Retry On Fail, the execution's Retry, a new run) replays these orders instead of paying for them again.";
-	}
-	if (order.idempotency === 'none') {
-		return "With Idempotency None, Retry On Fail and the execution's Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.";
-	}
-	return "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.";
-}
+const REPLAYS: Record<Order['idempotency'], string> = {
+	auto: "Retry On Fail, the execution's Retry and a new run replay these orders instead of paying for them again.",
+	custom:
+		"With a Custom Key, every repeat (Retry On Fail, the execution's Retry, a new run) replays these orders instead of paying for them again.",
+	none: "With Idempotency None, Retry On Fail and the execution's Retry read these jobs back, but a new run (or the Retry of a crashed execution) orders and pays again.",
+};
+
+export const replaysOf = (order: Order): string => REPLAYS[order.idempotency];

@@ -6,14 +6,12 @@ import type { IDataObject, IExecuteFunctions, NodeApiError } from 'n8n-workflow'
 
 import type { InputFile } from '../media/binary';
 import { closingReads } from '../media/binary';
-import type { HeadedObject } from '../s3/object';
-import type { CreateJobBody, Job } from '../model/types';
+import type { Job } from '../model/types';
 import { apiRequest } from '../transport';
 import type { Limit } from '../transport/limits';
 import { DEFAULT_CONCURRENCY, runConcurrency, runLimit } from '../transport/limits';
 import { jobPages, notInWorkspace, readJob } from '../transport/jobs';
 import { ORDER_TAG } from './keys';
-import type { S3Access, S3Object } from '../s3/addresses';
 import { ProcessedStore } from '../transport/processedStore';
 
 /**
@@ -31,19 +29,6 @@ export type OrderRecord = string | number;
 
 /** The most orders the workflow keeps records of, the oldest going first (n8n saves static data whole). */
 const KEPT_RECORDS = 5000;
-
-/** An item's order, checked and ready: nothing has been sent yet. */
-export interface Order {
-	body: CreateJobBody;
-	file?: InputFile;
-	/** An S3 Object source: the object asked for, the link's life, and (after `check`) what its HEAD found. */
-	s3?: { object: S3Object; hours: number; head?: HeadedObject & { access: S3Access } };
-	idempotency: 'auto' | 'custom' | 'none';
-	customKey?: string;
-	wait: 'none' | 'poll' | 'webhook';
-	interval: number;
-	timeout: number;
-}
 
 export interface Placed {
 	job: Job;

@@ -13,7 +13,7 @@ import type { JobSource } from '../../orders/body';
 import { buildJobOptions, checkBodySize, sourceFields } from '../../orders/body';
 import { concurrencyField, runStateOf } from '../runState';
 import { checkCustomKey } from '../../orders/keys';
-import type { Order } from '../../orders/runOrders';
+import type { Order } from '../../orders/keys';
 import { placeOrder } from '../../orders/place';
 import { replaysOf } from '../../orders/refusals';
 import type { CreateJobBody } from '../../model/types';
