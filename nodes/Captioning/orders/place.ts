@@ -19,7 +19,7 @@ import { uploadFile } from '../transport/files';
 import { readJob } from '../transport/jobs';
 import { presignGet } from '../s3/signing';
 import { withoutToken } from '../transport/secrets';
-import { explainConflict, isConflict, maybeOrdered, mayBePlaced, notFound } from './refusals';
+import { explainConflict, isConflict, mayBePlaced, notFound } from './refusals';
 import type { Placed, RunOrders } from './runOrders';
 import type { Order, OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
@@ -271,6 +271,6 @@ async function placeWithoutKey(
 		ordered[mark] = placed.job.id;
 		return placed;
 	} catch (error) {
-		throw ordered[mark] === '' ? maybeOrdered(error, body) : error;
+		throw ordered[mark] === '' ? mayBePlaced(error, body) : error;
 	}
 }

@@ -1,6 +1,6 @@
 // What the service's refusal of an order, or its silence, means for the user: a 409
-// idempotency_conflict in the words of the key in use, an order without a key that got no answer
-// (a job may exist), and which repeats replay the orders of a batch that stopped.
+// idempotency_conflict in the words of the key in use, an order that got no answer (a job may
+// exist), and which repeats replay the orders of a batch that stopped.
 import type { IDataObject, IExecuteFunctions } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
@@ -13,29 +13,26 @@ import { ItemOnlyError } from '../transport/errors';
 import { KEY_RELIED_ON_MS } from '../transport';
 
 /**
- * A keyed order none of whose attempts was refused may have been placed: the error says so, and
- * that a repeat looks for it before it orders.
+ * An order none of whose attempts was refused may have been placed: the error says so, and what a
+ * repeat does. A keyed one is sent again with its key for a few minutes, then looked for; one
+ * without a key (`unkeyed`: its body) is not sent again, and the error says how to find the job.
  */
-export function mayBePlaced(error: unknown): unknown {
+export function mayBePlaced(error: unknown, unkeyed?: CreateJobBody): unknown {
 	if (!(error instanceof NodeApiError)) return error;
-	error.description =
-		`${error.description ?? ''} No answer said the order was placed or refused, so a job may exist and be charged. A repeat within ${KEY_RELIED_ON_MS / 60000} minutes sends it again with the same key, which the service replays if it was placed; a later one looks for the job first, and never pays twice.`.trim();
-	return error;
-}
-
-/**
- * An order without a key whose outcome is unknown (no answer, or a 500, 502 or 504) may have been
- * placed: it is not sent again (that could pay twice), and the error says how to find the job.
- */
-export function maybeOrdered(error: unknown, body: CreateJobBody): unknown {
-	if (!(error instanceof NodeApiError)) return error;
+	const unknown =
+		'No answer said the order was placed or refused, so a job may exist and be charged.';
+	if (!unkeyed) {
+		error.description =
+			`${error.description ?? ''} ${unknown} A repeat within ${KEY_RELIED_ON_MS / 60000} minutes sends it again with the same key, which the service replays if it was placed; a later one looks for the job first, and never pays twice.`.trim();
+		return error;
+	}
 	const named = [
-		body.title ? `the title "${body.title}"` : '',
-		body.metadata && Object.keys(body.metadata).length > 0
-			? `the metadata ${JSON.stringify(body.metadata)}`
+		unkeyed.title ? `the title "${unkeyed.title}"` : '',
+		unkeyed.metadata && Object.keys(unkeyed.metadata).length > 0
+			? `the metadata ${JSON.stringify(unkeyed.metadata)}`
 			: '',
 	].filter(Boolean);
-	error.description = `No answer said the order was placed or refused, so a job may exist and be charged. With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
+	error.description = `${unknown} With Idempotency None the node does not send it again (that could pay twice). Find it with Job → Get Many (the newest jobs${named.length > 0 ? `, with ${named.join(' and ')}` : ''}) before ordering again, or set Idempotency to Automatic, which makes a repeat safe.`;
 	return error;
 }
 
