@@ -36,16 +36,6 @@ function retryContext(ctx: IExecuteFunctions): {
 	};
 }
 
-/**
- * The S3 Object order's media_url: the object as checked, signed now, valid an hour more than asked
- * (the service may start fetching it some time after the order). A repeat is found by the order's
- * tag, which names the object, never the link.
- */
-function signedLink(order: Order): string {
-	const { head, hours } = order.s3!;
-	return presignGet(head!.access, head!.object, (hours + 1) * 3600, new Date());
-}
-
 /** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */
 interface ReadFile {
 	sha?: string;
@@ -141,7 +131,11 @@ async function bodyOf(
 	if (tag) body.metadata = { ...(body.metadata ?? {}), [ORDER_TAG]: tag };
 	if (file)
 		body.upload_id = retryContext(ctx).uploads[savedAs] ??= file.uploadId ?? (await file.upload());
-	if (order.s3) body.media_url = signedLink(order);
+	if (order.s3) {
+		// Signed now, valid an hour more than asked: the service may start fetching it some time later.
+		const { head, hours } = order.s3;
+		body.media_url = presignGet(head!.access, head!.object, (hours + 1) * 3600, new Date());
+	}
 	return body;
 }
 
