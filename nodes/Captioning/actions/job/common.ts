@@ -9,8 +9,7 @@ export const jobIdField: INodeProperties = {
 	type: 'resourceLocator',
 	default: { mode: 'list', value: '' },
 	required: true,
-	description:
-		'The caption job: one of the newest from the list, or its ID, e.g. the ID field output by Job → Create or the Captioning Trigger (drag it in from the input)',
+	description: 'A job from the list of the newest, or its ID, e.g. the ID output by Job → Create',
 	modes: [
 		{
 			displayName: 'From List',
@@ -29,8 +28,7 @@ export const jobIdField: INodeProperties = {
 					type: 'regex',
 					properties: {
 						regex: UUID_PATTERN,
-						errorMessage:
-							'Not a job ID: a job ID is a UUID, e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
+						errorMessage: 'A job ID is a UUID, e.g. 4f6c1e2a-9b7d-4c3e-8a1f-2d5e6b7c8a90',
 					},
 				},
 			],
