@@ -78,12 +78,8 @@ export interface CaptionSettings {
  */
 export function captionSettings(ctx: IExecuteFunctions, i: number): CaptionSettings {
 	const formats = ctx.getNodeParameter('formats', i, []) as CaptionFormat[];
-	if (!formats.length) {
-		throw new NodeOperationError(ctx.getNode(), 'No format is selected', {
-			itemIndex: i,
-			description: `Choose at least one of ${formatNames(' or ')} in Formats.`,
-		});
-	}
+	if (!formats.length)
+		refuse(ctx, i, 'No format is selected', `Choose ${formatNames(' or ')} in Formats.`);
 	const chosen = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
 	const as = ctx.getNode().type.endsWith('Tool') && chosen === 'binary' ? 'both' : chosen;
 	if (as === 'json' && formats.some((format) => CAPTION_FORMATS[format].json === 'file')) {

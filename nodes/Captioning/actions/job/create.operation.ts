@@ -371,7 +371,6 @@ const properties: INodeProperties[] = [
 	},
 	// An AI Agent's tool call cannot sleep until a webhook: no On Webhook there.
 	{ ...waitField, displayOptions: { show: { '@tool': [true] } }, options: [DONT_WAIT, POLL] },
-
 	{
 		displayName: 'Poll Interval (Seconds)',
 		name: 'pollInterval',
