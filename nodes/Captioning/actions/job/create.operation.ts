@@ -465,19 +465,19 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 	return { wait, interval, timeout };
 }
 
+/** The source field a Binary File or S3 Object adds once uploaded or signed, counted in before the limit. */
+const SOURCE_ADDED_LATER: Partial<Record<JobSource, CreateJobBody>> = {
+	binary: { upload_id: '00000000-0000-0000-0000-000000000000' },
+	// A signed link is up to about 1.5 KiB (2 with a session token).
+	s3: { media_url: 'x'.repeat(2048) },
+};
+
 /** Everything is checked before the first request of the batch: a mistake costs nothing. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
 	const media = await mediaOf(this, i, source, body);
-	// A signed link is up to about 1.5 KiB (2 with a session token): counted in before the limit.
-	const placeholder =
-		source === 'binary'
-			? { upload_id: '00000000-0000-0000-0000-000000000000' }
-			: source === 's3'
-				? { media_url: 'x'.repeat(2048) }
-				: {};
-	checkBodySize(this, i, { ...body, ...placeholder });
+	checkBodySize(this, i, { ...body, ...SOURCE_ADDED_LATER[source] });
 	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
 	const customKey =
 		idempotency === 'custom'

@@ -1,7 +1,8 @@
 import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
-import { NodeOperationError, updateDisplayOptions } from 'n8n-workflow';
+import { updateDisplayOptions } from 'n8n-workflow';
 
 import type { Job } from '../../model/types';
+import { refuse } from '../../transport/errors';
 import { readJob } from '../../transport/jobs';
 import { jobIdField } from './common';
 
@@ -15,13 +16,8 @@ export const description = updateDisplayOptions(
 /** The item's job ID (from the list or by ID); refuses an empty one. */
 export function getJobId(ctx: IExecuteFunctions, i: number): string {
 	const id = String(ctx.getNodeParameter('jobId', i, '', { extractValue: true }) ?? '').trim();
-	if (!id) {
-		throw new NodeOperationError(ctx.getNode(), 'Job is empty', {
-			itemIndex: i,
-			description:
-				'Select a job from the list, or give its ID: e.g. the ID field output by Job → Create or the Captioning Trigger.',
-		});
-	}
+	if (!id)
+		refuse(ctx, i, 'Job is empty', 'Pick a job from the list, or give the ID Job → Create output.');
 	return id;
 }
 

@@ -107,7 +107,5 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 			matched: (notes.wholeHistory?.matched ?? 0) + found.length,
 		};
 	}
-	return found.slice(0, limit).map((job) => ({
-		json: job as unknown as IDataObject,
-	}));
+	return found.slice(0, limit).map((job) => ({ json: job as unknown as IDataObject }));
 }
