@@ -116,9 +116,8 @@ function customReplacement(ctx: IExecuteFunctions, i: number, r: IDataObject): s
 function buildRedactions(ctx: IExecuteFunctions, i: number): Redactions | undefined {
 	const r = ctx.getNodeParameter('redactions', i, {}) as IDataObject;
 	const out: Redactions = {};
-	for (const key of ['pii', 'names', 'organizations'] as const) {
+	for (const key of ['pii', 'names', 'organizations'] as const)
 		if (r[key] !== undefined) out[key] = Boolean(r[key]);
-	}
 	if (r.terms !== undefined) out.terms = redactionTerms(ctx, i, r.terms);
 	if (r.replacement !== undefined) out.replacement = r.replacement as Redactions['replacement'];
 	const custom = customReplacement(ctx, i, r);
