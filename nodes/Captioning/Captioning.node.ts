@@ -41,13 +41,11 @@ export class Captioning implements INodeType {
 				},
 				{
 					nodeType: 'n8n-nodes-base.googleDrive',
-					relationHint:
-						'Downloads the video before Job → Create (Binary File), uploads the captions next to it after Get Captions',
+					relationHint: 'Downloads the video before Job → Create, uploads its captions after',
 				},
 				{
 					nodeType: 'n8n-nodes-base.awsS3',
-					relationHint:
-						'Lists videos in a bucket for Job → Create with Source S3 Object (no download), stores the captions',
+					relationHint: 'Lists videos for Source S3 Object (no download), stores the captions',
 				},
 				{
 					nodeType: 'n8n-nodes-captioning.captioningTrigger',

@@ -63,11 +63,10 @@ export async function router(this: IExecuteFunctions): Promise<INodeExecutionDat
 	const concurrency = BATCHING.has(`${resource}:${name}`)
 		? Number(this.getNodeParameter('concurrency', 0, DEFAULT_CONCURRENCY))
 		: 1;
-	if (!(Number.isInteger(concurrency) && concurrency >= 1)) {
+	if (!(Number.isInteger(concurrency) && concurrency >= 1))
 		throw new NodeOperationError(this.getNode(), `Concurrency is ${concurrency}`, {
 			description: 'Set it to a whole number of 1 or more (default 4).',
 		});
-	}
 	const outputs = await runItems(this, operation, concurrency);
 	showHints(this, outputs);
 	return [outputs];

@@ -8,18 +8,16 @@ import type { Download } from '../transport/files';
 import { downloadFile } from '../transport/files';
 import { refuse } from '../transport/errors';
 import type { CaptionFormat, Job } from '../model/types';
-import { CAPTION_FORMATS, formatNames, textFormatNames } from '../model/types';
-
-const FORMATS = Object.keys(CAPTION_FORMATS) as CaptionFormat[];
+import { CAPTION_FORMATS, formatNames } from '../model/types';
 
 export const formatsField: INodeProperties = {
 	displayName: 'Formats',
 	name: 'formats',
 	type: 'multiOptions',
 	// Sorted by code point (localeCompare would load ICU's collator when the package loads).
-	options: FORMATS.map((value) => ({ name: CAPTION_FORMATS[value].label, value })).sort((a, b) =>
-		a.name < b.name ? -1 : 1,
-	),
+	options: Object.entries(CAPTION_FORMATS)
+		.map(([value, { label }]) => ({ name: label, value }))
+		.sort((a, b) => (a.name < b.name ? -1 : 1)),
 	default: ['srt'],
 	required: true,
 	description: 'The caption files to download (several: one output field each)',
@@ -48,7 +46,7 @@ export const captionsAsField: INodeProperties = {
 		{
 			name: 'Item JSON (Text)',
 			value: 'json',
-			description: `The text in caption_text${textFormatNames()}, the JSON format's segments in caption_segments`,
+			description: "The text in caption_text, the JSON format's segments in caption_segments",
 		},
 		{ name: 'Both', value: 'both', description: 'The files, and their text in the JSON' },
 	],
@@ -64,8 +62,7 @@ export const binaryPropertyNameField: INodeProperties = {
 	required: true,
 	displayOptions: { show: { captionsAs: ['binary', 'both'] } },
 	hint: 'The name of the output binary field to put the file in',
-	description:
-		'With several formats, each file goes into this name followed by _ and the format, e.g. data_srt and data_vtt',
+	description: 'With several formats, each file gets its own field, e.g. data_srt and data_vtt',
 };
 
 /** The captions a node is set to download: which formats, where they go, and the binary field. */
@@ -81,12 +78,8 @@ export interface CaptionSettings {
  */
 export function captionSettings(ctx: IExecuteFunctions, i: number): CaptionSettings {
 	const formats = ctx.getNodeParameter('formats', i, []) as CaptionFormat[];
-	if (!formats.length) {
-		throw new NodeOperationError(ctx.getNode(), 'No format is selected', {
-			itemIndex: i,
-			description: `Choose at least one of ${formatNames(' or ')} in Formats.`,
-		});
-	}
+	if (!formats.length)
+		refuse(ctx, i, 'No format is selected', `Choose ${formatNames(' or ')} in Formats.`);
 	const chosen = ctx.getNodeParameter('captionsAs', i, 'binary') as CaptionsAs;
 	const as = ctx.getNode().type.endsWith('Tool') && chosen === 'binary' ? 'both' : chosen;
 	if (as === 'json' && formats.some((format) => CAPTION_FORMATS[format].json === 'file')) {
@@ -245,20 +238,16 @@ export async function captionOutputs(
 		else failed.push({ format: formats[n], error: result.reason as Error });
 	});
 	if (failed.length > 0 && !partial) throw failed[0].error;
-	const out: { binary?: IBinaryKeyData; json: IDataObject; failed: CaptionFailure[] } = {
-		json: as === 'binary' ? {} : captionText(ctx, i, job, formats, files),
-		failed,
-	};
-	if (as !== 'json' && files.size > 0) {
-		out.binary = {};
-		for (const [format, file] of files) {
-			const name = formats.length === 1 ? field : `${field}_${format}`;
-			out.binary[name] = await ctx.helpers.prepareBinaryData(
-				file.data,
-				captionFileName(job, format),
-				CAPTION_FORMATS[format].mimeType,
-			);
-		}
+	const json = as === 'binary' ? {} : captionText(ctx, i, job, formats, files);
+	if (as === 'json' || files.size === 0) return { json, failed };
+	const binary: IBinaryKeyData = {};
+	for (const [format, file] of files) {
+		const name = formats.length === 1 ? field : `${field}_${format}`;
+		binary[name] = await ctx.helpers.prepareBinaryData(
+			file.data,
+			captionFileName(job, format),
+			CAPTION_FORMATS[format].mimeType,
+		);
 	}
-	return out;
+	return { binary, json, failed };
 }

@@ -26,8 +26,7 @@ export const attachCaptionsFields: INodeProperties[] = [
 		name: 'attachCaptions',
 		type: 'boolean',
 		default: false,
-		description:
-			'Whether to download the captions of a completed job and output them as binary files, ready for a storage node',
+		description: "Whether to download a completed job's captions, e.g. for a storage node",
 	},
 	...[formatsField, captionsAsField, binaryPropertyNameField].map((field) => ({
 		...field,

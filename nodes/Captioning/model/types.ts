@@ -27,24 +27,14 @@ export const CAPTION_FORMATS = {
 export type CaptionFormat = keyof typeof CAPTION_FORMATS;
 
 /** The formats by their short names, as a sentence lists them: `SRT, VTT, TXT, DOCX or JSON`. */
-export function formatNames(last: ', ' | ' or ' | ' and ' = ', '): string {
+export function formatNames(last: ', ' | ' or ' = ', '): string {
 	const names = Object.values(CAPTION_FORMATS).map((f) => f.label.split(' ')[0]);
 	return `${names.slice(0, -1).join(', ')}${last}${names[names.length - 1]}`;
-}
-
-/** The extensions of the formats whose text goes into the item's JSON: `.srt, .vtt and .txt`. */
-export function textFormatNames(): string {
-	const names = Object.entries(CAPTION_FORMATS)
-		.filter(([, f]) => f.json === 'text')
-		.map(([format]) => `.${format}`);
-	return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }
 
 /** An id as the service writes it (a job's, an upload's): a UUID. */
 export const UUID_PATTERN =
 	'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
-
-type JobStatus = 'queued' | 'processing' | 'completed' | 'cancelled';
 
 export const MAX_UPLOAD_BYTES = 5242880000;
 
@@ -76,7 +66,7 @@ export interface CreateJobBody {
 export interface Job {
 	id: string;
 	object: 'job';
-	status: JobStatus;
+	status: 'queued' | 'processing' | 'completed' | 'cancelled';
 	progress: number | null;
 	eta: string | null;
 	title: string;

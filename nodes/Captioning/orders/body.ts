@@ -15,36 +15,15 @@ const MULTI_LINE = /[\r\n\u2028\u2029]/;
 
 export type JobSource = 'binary' | 'url' | 'upload' | 's3';
 
-function checkMediaUrl(ctx: IExecuteFunctions, i: number, value: string): string {
-	const url = value.trim();
-	if (!url)
-		refuse(
-			ctx,
-			i,
-			'Media URL is empty',
-			'Enter the public http(s) URL of a video or audio file (or a video-sharing link), or choose another Source.',
-		);
-	if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol)) {
-		refuse(
-			ctx,
-			i,
-			`Media URL "${url}" is not an http(s) URL`,
-			'The service downloads the media itself, so it needs a public http:// or https:// URL. For a file in n8n, set Source to Binary File.',
-		);
-	}
-	return url;
-}
-
 function checkWebhookUrl(ctx: IExecuteFunctions, i: number, value: string): string {
 	const url = value.trim();
-	if (!/^https:\/\//.test(url)) {
+	if (!/^https:\/\//.test(url))
 		refuse(
 			ctx,
 			i,
 			`Webhook URL "${withoutToken(url)}" does not start with https://`,
 			'The service delivers events only to public HTTPS URLs. Use the Production URL of a Captioning Trigger on an n8n reachable over HTTPS, or leave Webhook URL empty.',
 		);
-	}
 	if (url.length > 2048)
 		refuse(
 			ctx,
@@ -87,14 +66,13 @@ function redactionTerms(ctx: IExecuteFunctions, i: number, value: unknown): stri
 				'Each redaction term must be a single line: add one term per line break as separate terms.',
 			);
 	});
-	if (terms.length > 200) {
+	if (terms.length > 200)
 		refuse(
 			ctx,
 			i,
 			`Redactions has ${terms.length} terms`,
 			'The service accepts at most 200 redaction terms. Remove some, or redact by category (PII, Names, Organizations).',
 		);
-	}
 	return terms;
 }
 
@@ -111,14 +89,13 @@ function customReplacement(ctx: IExecuteFunctions, i: number, r: IDataObject): s
 			);
 		return undefined;
 	}
-	if (custom === undefined || custom.trim() === '') {
+	if (custom === undefined || custom.trim() === '')
 		refuse(
 			ctx,
 			i,
 			'Custom Replacement is missing',
 			'With Replacement set to Custom String, add Custom Replacement: the text (1-120 characters, one line) that replaces each redaction.',
 		);
-	}
 	if (MULTI_LINE.test(custom))
 		refuse(
 			ctx,
@@ -139,34 +116,13 @@ function customReplacement(ctx: IExecuteFunctions, i: number, r: IDataObject): s
 function buildRedactions(ctx: IExecuteFunctions, i: number): Redactions | undefined {
 	const r = ctx.getNodeParameter('redactions', i, {}) as IDataObject;
 	const out: Redactions = {};
-	for (const key of ['pii', 'names', 'organizations'] as const) {
+	for (const key of ['pii', 'names', 'organizations'] as const)
 		if (r[key] !== undefined) out[key] = Boolean(r[key]);
-	}
 	if (r.terms !== undefined) out.terms = redactionTerms(ctx, i, r.terms);
 	if (r.replacement !== undefined) out.replacement = r.replacement as Redactions['replacement'];
 	const custom = customReplacement(ctx, i, r);
 	if (custom !== undefined) out.custom_replacement = custom;
 	return Object.keys(out).length ? out : undefined;
-}
-
-/** The Options' parameter names and the body fields they fill. */
-const OPTION_FIELDS = {
-	style: 'style',
-	model: 'model',
-	speakerLabels: 'speaker_labels',
-	speakerLabelStyle: 'speaker_label_style',
-	atmospherics: 'atmospherics',
-	profanity: 'profanity',
-	glossary: 'glossary',
-} as const satisfies Record<string, keyof CreateJobBody>;
-
-type OptionField = (typeof OPTION_FIELDS)[keyof typeof OPTION_FIELDS];
-
-/** An Option's value as its field takes it: a switch as a boolean, the glossary as its nonblank terms, a choice as chosen. */
-function optionValue(field: OptionField, value: unknown): CreateJobBody[OptionField] {
-	if (field === 'speaker_labels' || field === 'atmospherics') return Boolean(value);
-	if (field === 'glossary') return stringList(value).filter((t) => t.trim() !== '');
-	return value as CreateJobBody[OptionField];
 }
 
 /** The CreateJob body without its source field: the caller adds media_url or upload_id. */
@@ -175,13 +131,18 @@ export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBod
 	const title = (ctx.getNodeParameter('title', i, '') as string).trim();
 	if (title) body.title = title;
 	const options = ctx.getNodeParameter('options', i, {}) as IDataObject;
-	for (const [name, field] of Object.entries(OPTION_FIELDS)) {
-		if (options[name] !== undefined)
-			Object.assign(body, { [field]: optionValue(field, options[name]) });
-	}
-	if (typeof options.webhookUrl === 'string' && options.webhookUrl.trim() !== '') {
+	if (options.style !== undefined) body.style = options.style as CreateJobBody['style'];
+	if (options.model !== undefined) body.model = options.model as CreateJobBody['model'];
+	if (options.speakerLabels !== undefined) body.speaker_labels = Boolean(options.speakerLabels);
+	if (options.speakerLabelStyle !== undefined)
+		body.speaker_label_style = options.speakerLabelStyle as CreateJobBody['speaker_label_style'];
+	if (options.atmospherics !== undefined) body.atmospherics = Boolean(options.atmospherics);
+	if (options.profanity !== undefined)
+		body.profanity = options.profanity as CreateJobBody['profanity'];
+	if (options.glossary !== undefined)
+		body.glossary = stringList(options.glossary).filter((t) => t.trim() !== '');
+	if (typeof options.webhookUrl === 'string' && options.webhookUrl.trim() !== '')
 		body.webhook_url = checkWebhookUrl(ctx, i, options.webhookUrl);
-	}
 	const pairs =
 		((options.metadata as IDataObject | undefined)?.pair as IDataObject[] | undefined) ?? [];
 	if (pairs.length) {
@@ -205,18 +166,33 @@ export function buildJobOptions(ctx: IExecuteFunctions, i: number): CreateJobBod
 
 /** Adds the source from the node's fields (a URL or an upload id; a binary source is uploaded, an S3 Object signed, by the caller). */
 export function sourceFields(ctx: IExecuteFunctions, i: number, source: JobSource): CreateJobBody {
-	if (source === 'url')
-		return { media_url: checkMediaUrl(ctx, i, ctx.getNodeParameter('mediaUrl', i, '') as string) };
+	if (source === 'url') {
+		const url = (ctx.getNodeParameter('mediaUrl', i, '') as string).trim();
+		if (!url)
+			refuse(
+				ctx,
+				i,
+				'Media URL is empty',
+				'Enter the public http(s) URL of a video or audio file (or a video-sharing link), or choose another Source.',
+			);
+		if (!URL.canParse(url) || !['http:', 'https:'].includes(new URL(url).protocol))
+			refuse(
+				ctx,
+				i,
+				`Media URL "${url}" is not an http(s) URL`,
+				'The service downloads the media itself, so it needs a public http:// or https:// URL. For a file in n8n, set Source to Binary File.',
+			);
+		return { media_url: url };
+	}
 	if (source === 'upload') {
 		const id = (ctx.getNodeParameter('uploadId', i, '') as string).trim();
-		if (!UUID.test(id)) {
+		if (!UUID.test(id))
 			refuse(
 				ctx,
 				i,
 				id ? `Upload ID "${id}" is not an upload id` : 'Upload ID is empty',
 				'Use the ID output by Upload → Create (a UUID), or choose another Source.',
 			);
-		}
 		return { upload_id: id };
 	}
 	return {};

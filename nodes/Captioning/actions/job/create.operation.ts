@@ -30,14 +30,20 @@ const DONT_WAIT: INodePropertyOptions = {
 const ON_WEBHOOK: INodePropertyOptions = {
 	name: 'On Webhook',
 	value: 'webhook',
-	description:
-		"The execution sleeps in n8n's database until the service reports every job done (needs public HTTPS)",
+	description: 'Sleep until the service reports every job done (needs n8n on public HTTPS)',
 };
 const POLL: INodePropertyOptions = {
 	name: 'Poll',
 	value: 'poll',
-	description:
-		'The execution checks the jobs at an interval (works anywhere, but holds the execution)',
+	description: 'Check the jobs at an interval (works anywhere, but holds the execution)',
+};
+const waitField: INodeProperties = {
+	displayName: 'Wait for Completion',
+	name: 'waitForCompletion',
+	type: 'options',
+	options: [DONT_WAIT, ON_WEBHOOK, POLL],
+	default: 'none',
+	description: 'Whether the node waits for the captions before passing the job on',
 };
 
 const properties: INodeProperties[] = [
@@ -53,8 +59,7 @@ const properties: INodeProperties[] = [
 			{
 				name: 'Binary File',
 				value: 'binary',
-				description:
-					'A file from an earlier node (Google Drive, S3, HTTP Request…): uploaded, then ordered, in one step',
+				description: 'A file from an earlier node, uploaded and ordered in one step',
 			},
 			{
 				name: 'Media URL',
@@ -64,8 +69,7 @@ const properties: INodeProperties[] = [
 			{
 				name: 'S3 Object',
 				value: 's3',
-				description:
-					'A file in S3 or an S3-compatible store, fetched by the service through a signed link (no byte passes through n8n)',
+				description: 'An object in S3 or an S3-compatible store, fetched through a signed link',
 			},
 			{
 				name: 'Upload ID',
@@ -104,8 +108,7 @@ const properties: INodeProperties[] = [
 		default: '',
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. my-videos',
-		description:
-			'The bucket that holds the video (empty when Object Key is a whole s3://bucket/key)',
+		description: 'The bucket of the video, empty when Object Key is a whole s3://bucket/key',
 	},
 	{
 		displayName: 'Object Key',
@@ -115,8 +118,7 @@ const properties: INodeProperties[] = [
 		required: true,
 		displayOptions: { show: { source: ['s3'] } },
 		placeholder: 'e.g. lectures/intro.mp4',
-		description:
-			"The object's key, e.g. the Key field of the AWS S3 node's Get Many output, or a whole s3://bucket/key",
+		description: "The object's key, e.g. Key from AWS S3 → Get Many, or a whole s3://bucket/key",
 	},
 	{
 		displayName: 'Link Valid For (Hours)',
@@ -125,8 +127,7 @@ const properties: INodeProperties[] = [
 		typeOptions: { minValue: 1, maxValue: LINK_HOURS.max },
 		default: 24,
 		displayOptions: { show: { source: ['s3'] } },
-		description:
-			'How long (1-167 hours) the signed link stays valid for the service to fetch the media',
+		description: 'How long the signed link for the service stays valid, 1-167 hours',
 	},
 	{
 		displayName: 'Title',
@@ -134,8 +135,7 @@ const properties: INodeProperties[] = [
 		type: 'string',
 		default: '',
 		placeholder: 'e.g. Interview with Maria',
-		description:
-			"Shown in the dashboard and used as the captions' file name (empty: the file's name, or the job ID)",
+		description: "The job's name in the dashboard and its caption files' name",
 	},
 	{
 		displayName: 'Options',
@@ -149,8 +149,7 @@ const properties: INodeProperties[] = [
 				name: 'atmospherics',
 				type: 'boolean',
 				default: true,
-				description:
-					'Whether to caption meaningful non-speech sounds such as [MUSIC] (priced as an add-on)',
+				description: 'Whether to caption meaningful sounds such as [MUSIC] (priced as an add-on)',
 			},
 			{
 				displayName: 'Glossary',
@@ -159,8 +158,7 @@ const properties: INodeProperties[] = [
 				typeOptions: { multipleValues: true, multipleValueButtonText: 'Add Term' },
 				default: [],
 				placeholder: 'e.g. Kubernetes',
-				description:
-					'Names and terms with their preferred spelling, used where the audio supports them (200 terms of 100 characters by default)',
+				description: 'Names and terms spelled as you want them, where the audio supports them',
 			},
 			{
 				displayName: 'Metadata',
@@ -169,8 +167,7 @@ const properties: INodeProperties[] = [
 				typeOptions: { multipleValues: true },
 				placeholder: 'Add Pair',
 				default: {},
-				description:
-					'Your key-value pairs, returned on the job and in its events, e.g. the Drive file ID',
+				description: 'Key-value pairs returned on the job and its events, e.g. the Drive file ID',
 				options: [
 					{
 						displayName: 'Pair',
@@ -220,8 +217,7 @@ const properties: INodeProperties[] = [
 					{ name: 'NAME:', value: 'colon' },
 				],
 				default: 'gt_name',
-				description:
-					'How speaker changes are marked in SRT and VTT (ignored without speaker labels)',
+				description: 'How SRT and VTT mark speaker changes (ignored without Speaker Labels)',
 			},
 			{
 				displayName: 'Speaker Labels',
@@ -251,8 +247,7 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. https://n8n.example.com/webhook/…/captioning',
-				description:
-					"The HTTPS URL the service calls when the job completes or is cancelled, e.g. a Captioning Trigger's Production URL",
+				description: "HTTPS URL for the job's events, e.g. a Captioning Trigger's Production URL",
 			},
 		],
 	},
@@ -262,8 +257,7 @@ const properties: INodeProperties[] = [
 		type: 'collection',
 		placeholder: 'Add Redaction',
 		default: {},
-		description:
-			'Privacy controls for the caption text (priced as an add-on; the media is not changed)',
+		description: 'Privacy controls for the caption text, priced as an add-on',
 		options: [
 			{
 				displayName: 'Custom Replacement',
@@ -271,8 +265,7 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				default: '',
 				placeholder: 'e.g. (removed)',
-				description:
-					'The text that replaces each redaction when Replacement is Custom String: one line, 1-120 characters',
+				description: 'The text for each redaction with Custom String, one line of 1-120 characters',
 			},
 			{
 				displayName: 'Names',
@@ -322,8 +315,7 @@ const properties: INodeProperties[] = [
 				type: 'string',
 				typeOptions: { multipleValues: true, multipleValueButtonText: 'Add Term' },
 				default: [],
-				description:
-					'Your own terms to redact, one per entry: each a nonblank single line, at most 200',
+				description: 'Your own terms to redact, one per entry (at most 200)',
 			},
 		],
 	},
@@ -339,8 +331,7 @@ const properties: INodeProperties[] = [
 			{
 				name: 'Automatic',
 				value: 'auto',
-				description:
-					'The same order from this node is placed and charged once, whatever repeats it',
+				description: 'This node places and charges the same order once, whatever repeats it',
 			},
 			{
 				name: 'Custom Key',
@@ -371,28 +362,15 @@ const properties: INodeProperties[] = [
 		description: "1-255 printable ASCII characters without spaces, e.g. drive- and the file's ID",
 	},
 	{
-		displayName: 'Wait for Completion',
-		name: 'waitForCompletion',
-		type: 'options',
+		...waitField,
 		displayOptions: { hide: { '@tool': [true] } },
 		builderHint: {
 			propertyHint:
 				'webhook when n8n is reachable over public HTTPS (durable, nothing held), with Timeout around 240 minutes; poll when it is not; none when a Captioning Trigger workflow stores the captions',
 		},
-		options: [DONT_WAIT, ON_WEBHOOK, POLL],
-		default: 'none',
-		description: 'Whether the node waits for the captions before passing the job on',
 	},
-	{
-		displayName: 'Wait for Completion',
-		name: 'waitForCompletion',
-		type: 'options',
-		// An AI Agent's tool call cannot sleep until a webhook: no On Webhook there.
-		displayOptions: { show: { '@tool': [true] } },
-		options: [DONT_WAIT, POLL],
-		default: 'none',
-		description: 'Whether the node waits for the captions before passing the job on',
-	},
+	// An AI Agent's tool call cannot sleep until a webhook: no On Webhook there.
+	{ ...waitField, displayOptions: { show: { '@tool': [true] } }, options: [DONT_WAIT, POLL] },
 	{
 		displayName: 'Poll Interval (Seconds)',
 		name: 'pollInterval',
@@ -487,19 +465,19 @@ function waitOf(ctx: IExecuteFunctions, i: number): Pick<Order, 'wait' | 'interv
 	return { wait, interval, timeout };
 }
 
+/** The source field a Binary File or S3 Object adds once uploaded or signed, counted in before the limit. */
+const SOURCE_ADDED_LATER: Partial<Record<JobSource, CreateJobBody>> = {
+	binary: { upload_id: '00000000-0000-0000-0000-000000000000' },
+	// A signed link is up to about 1.5 KiB (2 with a session token).
+	s3: { media_url: 'x'.repeat(2048) },
+};
+
 /** Everything is checked before the first request of the batch: a mistake costs nothing. */
 export async function prepare(this: IExecuteFunctions, i: number): Promise<Order> {
 	const source = this.getNodeParameter('source', i) as JobSource;
 	const body: CreateJobBody = { ...sourceFields(this, i, source), ...buildJobOptions(this, i) };
 	const media = await mediaOf(this, i, source, body);
-	// A signed link is up to about 1.5 KiB (2 with a session token): counted in before the limit.
-	const placeholder =
-		source === 'binary'
-			? { upload_id: '00000000-0000-0000-0000-000000000000' }
-			: source === 's3'
-				? { media_url: 'x'.repeat(2048) }
-				: {};
-	checkBodySize(this, i, { ...body, ...placeholder });
+	checkBodySize(this, i, { ...body, ...SOURCE_ADDED_LATER[source] });
 	const idempotency = this.getNodeParameter('idempotency', i) as Order['idempotency'];
 	const customKey =
 		idempotency === 'custom'

@@ -26,8 +26,7 @@ const properties: INodeProperties[] = [
 		description: 'Whether to return all results or only up to a given limit',
 	},
 	{
-		displayName:
-			'With Return All, a Metadata or Title filter reads the whole job history: a Limit stops as soon as that many matched',
+		displayName: 'With Return All, a Metadata or Title filter reads the whole job history',
 		name: 'filterNotice',
 		type: 'notice',
 		default: '',
@@ -62,11 +61,7 @@ const properties: INodeProperties[] = [
 				default: 'completed',
 				description: 'Only jobs with this status',
 			},
-			{
-				...metadataKeyField,
-				placeholder: 'e.g. drive_file_id',
-				description: 'Only jobs whose metadata has this key, e.g. drive_file_id',
-			},
+			{ ...metadataKeyField, placeholder: 'e.g. drive_file_id' },
 			{ ...metadataValueField, placeholder: 'e.g. 1AbC…' },
 			{
 				displayName: 'Title Contains',
@@ -112,7 +107,5 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 			matched: (notes.wholeHistory?.matched ?? 0) + found.length,
 		};
 	}
-	return found.slice(0, limit).map((job) => ({
-		json: job as unknown as IDataObject,
-	}));
+	return found.slice(0, limit).map((job) => ({ json: job as unknown as IDataObject }));
 }

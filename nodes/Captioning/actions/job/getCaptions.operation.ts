@@ -15,8 +15,8 @@ import {
 	captionsAsField,
 	formatsField,
 } from '../../captions';
-import { jobIdField } from './common';
-import { getJob, getJobId } from './get.operation';
+import { readJob } from '../../transport/jobs';
+import { getJobId, jobIdField } from './get.operation';
 
 const properties: INodeProperties[] = [
 	jobIdField,
@@ -31,18 +31,19 @@ export const description = updateDisplayOptions(
 	properties,
 );
 
-export async function prepare(this: IExecuteFunctions, i: number): Promise<CaptionSettings> {
-	const settings = captionSettings(this, i);
-	getJobId(this, i);
-	return settings;
+/** The caption settings and the job ID, both checked before any request. */
+type Prepared = CaptionSettings & { jobId: string };
+
+export async function prepare(this: IExecuteFunctions, i: number): Promise<Prepared> {
+	return { ...captionSettings(this, i), jobId: getJobId(this, i) };
 }
 
 export async function execute(
 	this: IExecuteFunctions,
 	i: number,
-	settings: CaptionSettings,
+	prepared: Prepared,
 ): Promise<INodeExecutionData[]> {
-	const job = await getJob(this, i);
-	const { binary, json } = await captionOutputs(this, i, job, settings);
+	const job = await readJob(this, prepared.jobId, { itemIndex: i });
+	const { binary, json } = await captionOutputs(this, i, job, prepared);
 	return [{ json: { ...(job as unknown as IDataObject), ...json }, ...(binary ? { binary } : {}) }];
 }

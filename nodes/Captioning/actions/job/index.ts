@@ -19,8 +19,7 @@ export const description: INodeProperties[] = [
 			{
 				name: 'Create',
 				value: 'create',
-				description:
-					'Order captions for a media file, a media URL, an S3 object or an uploaded file, optionally waiting for them',
+				description: 'Order captions for a file, URL, S3 object or upload, and optionally wait',
 				action: 'Order captions',
 			},
 			{
