@@ -133,15 +133,13 @@ export function parseS3Uri(text: string): S3Object | undefined {
 
 /** The credential's fields as the signer takes them; a bad endpoint is named before any request. */
 export function s3AccessOf(data: Record<string, unknown>): S3Access | string {
+	const field = (name: string) => String(data[name] ?? '').trim();
 	const access: S3Access = {
-		accessKeyId: String(data.accessKeyId ?? '').trim(),
-		secretAccessKey: String(data.secretAccessKey ?? '').trim(),
-		sessionToken: String(data.sessionToken ?? '').trim() || undefined,
-		region: String(data.region ?? '').trim(),
-		endpoint:
-			String(data.endpoint ?? '')
-				.trim()
-				.replace(/\/+$/, '') || undefined,
+		accessKeyId: field('accessKeyId'),
+		secretAccessKey: field('secretAccessKey'),
+		sessionToken: field('sessionToken') || undefined,
+		region: field('region'),
+		endpoint: field('endpoint').replace(/\/+$/, '') || undefined,
 		forcePathStyle: Boolean(data.forcePathStyle),
 	};
 	if (!access.accessKeyId || !access.secretAccessKey)

@@ -29,11 +29,7 @@ export interface HeadedObject {
 export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	const bucketField = String(ctx.getNodeParameter('s3Bucket', i, '') ?? '').trim();
 	const keyField = String(ctx.getNodeParameter('s3Key', i, '') ?? '');
-	const uri = keyField.trim().startsWith('s3://')
-		? keyField.trim()
-		: bucketField.startsWith('s3://')
-			? bucketField
-			: undefined;
+	const uri = [keyField.trim(), bucketField].find((field) => field.startsWith('s3://'));
 	if (uri) {
 		const parsed = parseS3Uri(uri);
 		if (!parsed)
@@ -89,18 +85,12 @@ function refuseUnreadable(
 	if (status !== 200) {
 		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
 		const code = header(response, 'x-amz-error-code') || (status === 404 ? 'NoSuchKey' : '');
-		const explained = explainS3(
-			status,
-			code,
-			access.region,
-			header(response, 'x-amz-bucket-region'),
-			name,
-		);
+		const bucketRegion = header(response, 'x-amz-bucket-region');
 		refuse(
 			ctx,
 			i,
 			`${name} cannot be read (${status}${code ? ` ${code}` : ''})`,
-			`${explained} Nothing was ordered.`,
+			`${explainS3(status, code, access.region, bucketRegion, name)} Nothing was ordered.`,
 		);
 	}
 	const size = Number(header(response, 'content-length'));
