@@ -30,8 +30,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		group: ['trigger'],
 		version: 1,
 		subtitle: '={{$parameter["events"].join(", ")}}',
-		description:
-			'Starts the workflow when any caption job of the workspace completes or is cancelled, checking the service on a schedule',
+		description: 'Polls the job list and starts the workflow when a job completes or is cancelled',
 		defaults: { name: 'Captioning Polling Trigger' },
 		polling: true,
 		inputs: [],
@@ -39,8 +38,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		credentials: [{ name: 'captioningApi', required: true }],
 		properties: [
 			{
-				displayName:
-					'Starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it; it needs no public address',
+				displayName: 'Reports every job of the workspace, whoever ordered it; needs no public URL',
 				name: 'notice',
 				type: 'notice',
 				default: '',

@@ -17,8 +17,7 @@ export const inputFileField: INodeProperties = {
 	required: true,
 	placeholder: 'e.g. data',
 	hint: 'The name of the input field containing the media file',
-	description:
-		'The binary field of the input item that holds the video or audio file, streamed to the service',
+	description: 'The binary field holding the video or audio file, which is streamed to the service',
 };
 
 /** Read size for files from the binary store. */
