@@ -97,15 +97,6 @@ export async function fileProbe(file: InputFile): Promise<string> {
 	return `${file.size}:${await fileSha256(file, PROBE_BYTES)}`;
 }
 
-/** A stream of n8n's binary store, as far as this file uses it: a Node.js Readable. */
-interface StoreStream extends AsyncIterable<Buffer> {
-	closed?: boolean;
-	destroy(): void;
-	once(event: 'close', listener: () => void): unknown;
-	/** Readable's own operator: a stream of each chunk as `fn` hands it on, pulled as it is read. */
-	map(fn: (chunk: Buffer) => Buffer): FileBody;
-}
-
 /** The file, opened so that each read hashes the bytes on their way: its SHA-256 once one read ended. */
 export function hashingReads(file: InputFile): { file: InputFile; sha256: () => string } {
 	let digest: string | undefined;
@@ -118,9 +109,9 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
 		}
 		digest = undefined;
 		let read = 0;
-		// The request pulls, so backpressure holds; done with the last byte (the request may end
-		// before it asks the stream for its end).
-		return (body as unknown as StoreStream).map((chunk) => {
+		// Readable's own map: each chunk handed on as the request pulls it, so backpressure holds;
+		// done with the last byte (the request may end before it asks the stream for its end).
+		return body.map((chunk: Buffer) => {
 			hash.update(chunk);
 			read += chunk.length;
 			if (read === file.size) digest = hash.digest('hex');
@@ -142,10 +133,10 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
  * so a slot for files is free only when its file is no longer read.
  */
 export function closingReads(file: InputFile): { file: InputFile; close: () => Promise<void> } {
-	const opened: StoreStream[] = [];
+	const opened: Array<Exclude<FileBody, Buffer>> = [];
 	const open = async (): Promise<FileBody> => {
 		const body = await file.open();
-		if (!Buffer.isBuffer(body)) opened.push(body as unknown as StoreStream);
+		if (!Buffer.isBuffer(body)) opened.push(body);
 		return body;
 	};
 	const close = async () => {

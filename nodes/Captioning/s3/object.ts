@@ -48,14 +48,13 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 			'Bucket Name is empty',
 			'Enter the bucket that holds the video (e.g. my-videos), or put a whole s3://bucket/key in Object Key.',
 		);
-	if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]{1,254}$/.test(bucketField)) {
+	if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]{1,254}$/.test(bucketField))
 		refuse(
 			ctx,
 			i,
 			`Bucket Name "${bucketField}" is not a bucket name`,
 			'A bucket name is 3-63 letters, digits, dots and hyphens (e.g. my-videos), without s3:// or slashes. Put the path inside the bucket into Object Key.',
 		);
-	}
 	if (keyField === '')
 		refuse(
 			ctx,
@@ -94,14 +93,13 @@ function refuseUnreadable(
 		);
 	}
 	const size = Number(header(response, 'content-length'));
-	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES) {
+	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES)
 		refuse(
 			ctx,
 			i,
 			`${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`,
 			'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.',
 		);
-	}
 	if (size === 0)
 		refuse(
 			ctx,
