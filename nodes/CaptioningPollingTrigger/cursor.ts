@@ -88,26 +88,25 @@ const within = (seen: Record<string, number>, horizon: number) =>
 export async function firstState(ctx: IPollFunctions, filters: IDataObject): Promise<PollState> {
 	const followed: Record<string, Followed> = {};
 	const seen: Record<string, number> = {};
-	const follow = (jobs: Job[], above = '') =>
-		jobs.forEach((job) => {
+	// Follows a page's open jobs that fit; returns the id of its last job (`above` for none).
+	const follow = (jobs: Job[], above: string) => {
+		for (const job of jobs) {
 			if (!isFinal(job) && metadataMatches(job, filters))
 				followed[job.id] = [Date.parse(job.created_at), above];
 			above = job.id;
-		});
+		}
+		return above;
+	};
 	for (const status of ['queued', 'processing']) {
 		let above = '';
-		for await (const page of jobPages(ctx, { status })) {
-			follow(page, above);
-			above = page.at(-1)?.id ?? above;
-		}
+		for await (const page of jobPages(ctx, { status })) above = follow(page, above);
 	}
 	let horizon = 0;
 	let above = '';
 	for await (const page of jobPages(ctx)) {
-		follow(page, above);
+		above = follow(page, above);
 		page.forEach((job) => (seen[job.id] = Date.parse(job.created_at)));
 		horizon = page.reduce((time, job) => Math.max(time, seen[job.id]), horizon);
-		above = page.at(-1)?.id ?? '';
 		if (!above || seen[above] < horizon - LAG_MS) break;
 	}
 	const state = { filters: filtersKey(filters), horizon, polledAt: Date.now() };

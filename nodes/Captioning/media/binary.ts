@@ -71,9 +71,6 @@ export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number): 
 	return file;
 }
 
-/** How much of a file its probe reads. */
-const PROBE_BYTES = 1024 * 1024;
-
 /**
  * The SHA-256 of the file's first `maxBytes` (all of it by default), read as a stream (memory stays
  * flat): what tells a repeat of an order from a new one.
@@ -94,7 +91,7 @@ export async function fileSha256(file: InputFile, maxBytes = Infinity): Promise<
 
 /** The file's size and the SHA-256 of its first MiB: equal for a file sent before, rarely for another. */
 export async function fileProbe(file: InputFile): Promise<string> {
-	return `${file.size}:${await fileSha256(file, PROBE_BYTES)}`;
+	return `${file.size}:${await fileSha256(file, 1024 * 1024)}`;
 }
 
 /** The file, opened so that each read hashes the bytes on their way: its SHA-256 once one read ended. */

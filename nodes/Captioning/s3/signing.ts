@@ -20,10 +20,8 @@ const hmac = (key: Buffer | string, text: string) =>
 
 /** The date as 20240506T070809Z, and the signature's scope: 20240506/<region>/s3/aws4_request. */
 function amzDate(date: Date, access: S3Access): { long: string; scope: string } {
-	const long = date
-		.toISOString()
-		.replace(/[-:]/g, '')
-		.replace(/\.\d{3}/, '');
+	// The ISO date without its dashes, colons and milliseconds.
+	const long = date.toISOString().replace(/[-:]|\.\d{3}/g, '');
 	return { long, scope: `${long.slice(0, 8)}/${access.region.trim()}/s3/aws4_request` };
 }
 
