@@ -15,7 +15,7 @@ import type { EventType } from '../Captioning/model/events';
 import { EVENT_OF_STATUS, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { refuse } from '../Captioning/transport/errors';
-import { jobPages, PAGE_SIZE } from '../Captioning/transport/jobs';
+import { jobPages } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
 import { filtersKey, finishedAt, finishedSince, firstState } from './cursor';
 
@@ -128,10 +128,8 @@ const hintOf = (message: string) => ({ message, type: 'warning', location: 'outp
 
 /** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
 function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {
-	return (job) => {
-		const type = EVENT_OF_STATUS[job.status];
-		return type !== undefined && events.includes(type) && metadataMatches(job, filters);
-	};
+	return (job) =>
+		events.some((type) => STATUS_OF[type] === job.status) && metadataMatches(job, filters);
 }
 
 const eventItem = (job: Job) =>
@@ -148,7 +146,7 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
 	const latest: Job[] = [];
 	for (const type of events) {
-		const page = await jobPages(ctx, { status: STATUS_OF[type] }, { max: PAGE_SIZE }).next();
+		const page = await jobPages(ctx, { status: STATUS_OF[type] }).next();
 		const found = ((page.value || []) as Job[]).find(wanted);
 		if (found) latest.push(found);
 	}
