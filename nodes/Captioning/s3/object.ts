@@ -126,7 +126,6 @@ export async function headS3Object(
 			`The Captioning S3 Media credential is not usable: ${access}`,
 			'Fix it in the credential, then run again.',
 		);
-	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
 	// The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
 	// transport's retries (network errors and 5xx, S3's 503 SlowDown among them).
@@ -150,7 +149,7 @@ export async function headS3Object(
 				timeout: 30000,
 			})) as IN8nHttpFullResponse,
 	);
-	refuseUnreadable(ctx, i, access, name, response);
+	refuseUnreadable(ctx, i, access, `S3 object ${s3Uri(object)}`, response);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId
