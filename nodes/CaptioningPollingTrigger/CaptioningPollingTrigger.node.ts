@@ -15,7 +15,7 @@ import type { EventType } from '../Captioning/model/events';
 import { EVENT_OF_STATUS, STATUS_OF } from '../Captioning/model/events';
 import type { Job } from '../Captioning/model/types';
 import { refuse } from '../Captioning/transport/errors';
-import { jobPages, PAGE_SIZE } from '../Captioning/transport/jobs';
+import { jobPages } from '../Captioning/transport/jobs';
 import type { PollState } from './cursor';
 import { filtersKey, finishedAt, finishedSince, firstState } from './cursor';
 
@@ -30,8 +30,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		group: ['trigger'],
 		version: 1,
 		subtitle: '={{$parameter["events"].join(", ")}}',
-		description:
-			'Starts the workflow when any caption job of the workspace completes or is cancelled, checking the service on a schedule',
+		description: 'Polls the job list and starts the workflow when a job completes or is cancelled',
 		defaults: { name: 'Captioning Polling Trigger' },
 		polling: true,
 		inputs: [],
@@ -39,8 +38,7 @@ export class CaptioningPollingTrigger implements INodeType {
 		credentials: [{ name: 'captioningApi', required: true }],
 		properties: [
 			{
-				displayName:
-					'Starts the workflow for every job of the workspace that completed or was cancelled since the last check, whoever ordered it; it needs no public address',
+				displayName: 'Reports every job of the workspace, whoever ordered it; needs no public URL',
 				name: 'notice',
 				type: 'notice',
 				default: '',
@@ -130,10 +128,8 @@ const hintOf = (message: string) => ({ message, type: 'warning', location: 'outp
 
 /** Whether a finished job starts the workflow: its event is selected, its metadata fits the filters. */
 function wantedJobs(events: EventType[], filters: IDataObject): (job: Job) => boolean {
-	return (job) => {
-		const type = EVENT_OF_STATUS[job.status];
-		return type !== undefined && events.includes(type) && metadataMatches(job, filters);
-	};
+	return (job) =>
+		events.some((type) => STATUS_OF[type] === job.status) && metadataMatches(job, filters);
 }
 
 const eventItem = (job: Job) =>
@@ -150,7 +146,7 @@ async function latestFinished(ctx: IExecuteFunctions): Promise<Job> {
 	const wanted = wantedJobs(events, ctx.getNodeParameter('filters', 0, {}) as IDataObject);
 	const latest: Job[] = [];
 	for (const type of events) {
-		const page = await jobPages(ctx, { status: STATUS_OF[type] }, { max: PAGE_SIZE }).next();
+		const page = await jobPages(ctx, { status: STATUS_OF[type] }).next();
 		const found = ((page.value || []) as Job[]).find(wanted);
 		if (found) latest.push(found);
 	}

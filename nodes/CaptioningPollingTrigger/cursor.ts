@@ -69,10 +69,8 @@ interface Poll extends Required<Pick<PollState, 'seen' | 'followed' | 'notices'>
 
 const reportOf = (job: Job) => `${job.id} ${job.status}`;
 
-const at = (time: string) => Date.parse(time);
-
 /** When a job finished (ms), or was created if it has not. */
-export const finishedAt = (job: Job) => at(job.completed_at ?? job.created_at);
+export const finishedAt = (job: Job) => Date.parse(job.completed_at ?? job.created_at);
 
 /** The Filters as the state remembers them: another value means the state must be built again. */
 export const filtersKey = (filters: IDataObject) =>
@@ -90,26 +88,25 @@ const within = (seen: Record<string, number>, horizon: number) =>
 export async function firstState(ctx: IPollFunctions, filters: IDataObject): Promise<PollState> {
 	const followed: Record<string, Followed> = {};
 	const seen: Record<string, number> = {};
-	const follow = (jobs: Job[], above = '') =>
-		jobs.forEach((job) => {
+	// Follows a page's open jobs that fit; returns the id of its last job (`above` for none).
+	const follow = (jobs: Job[], above: string) => {
+		for (const job of jobs) {
 			if (!isFinal(job) && metadataMatches(job, filters))
-				followed[job.id] = [at(job.created_at), above];
+				followed[job.id] = [Date.parse(job.created_at), above];
 			above = job.id;
-		});
+		}
+		return above;
+	};
 	for (const status of ['queued', 'processing']) {
 		let above = '';
-		for await (const page of jobPages(ctx, { status })) {
-			follow(page, above);
-			above = page.at(-1)?.id ?? above;
-		}
+		for await (const page of jobPages(ctx, { status })) above = follow(page, above);
 	}
 	let horizon = 0;
 	let above = '';
 	for await (const page of jobPages(ctx)) {
-		follow(page, above);
-		page.forEach((job) => (seen[job.id] = at(job.created_at)));
+		above = follow(page, above);
+		page.forEach((job) => (seen[job.id] = Date.parse(job.created_at)));
 		horizon = page.reduce((time, job) => Math.max(time, seen[job.id]), horizon);
-		above = page.at(-1)?.id ?? '';
 		if (!above || seen[above] < horizon - LAG_MS) break;
 	}
 	const state = { filters: filtersKey(filters), horizon, polledAt: Date.now() };
@@ -118,7 +115,7 @@ export async function firstState(ctx: IPollFunctions, filters: IDataObject): Pro
 
 /** A job a page held, listed just below `above`: a followed or new one is noted, finished or followed. */
 function visit(poll: Poll, job: Job, above: string): void {
-	const created = at(job.created_at);
+	const created = Date.parse(job.created_at);
 	const followed = poll.followed[job.id] !== undefined;
 	if (created >= poll.since && poll.seen[job.id] === undefined) poll.seen[job.id] = created;
 	else if (!followed) return;
@@ -139,7 +136,7 @@ async function readList(poll: Poll, above: string, done: (end: number) => boolea
 			visit(poll, job, above);
 			above = job.id;
 		}
-		end = page.length ? at(page[page.length - 1].created_at) : undefined;
+		end = page.length ? Date.parse(page[page.length - 1].created_at) : undefined;
 		if (end === undefined || done(end)) break;
 	}
 	return end;

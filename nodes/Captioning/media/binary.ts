@@ -17,8 +17,7 @@ export const inputFileField: INodeProperties = {
 	required: true,
 	placeholder: 'e.g. data',
 	hint: 'The name of the input field containing the media file',
-	description:
-		'The binary field of the input item that holds the video or audio file, streamed to the service',
+	description: 'The binary field holding the video or audio file, which is streamed to the service',
 };
 
 /** Read size for files from the binary store. */
@@ -72,9 +71,6 @@ export async function readInputFile(ctx: IExecuteFunctions, itemIndex: number): 
 	return file;
 }
 
-/** How much of a file its probe reads. */
-const PROBE_BYTES = 1024 * 1024;
-
 /**
  * The SHA-256 of the file's first `maxBytes` (all of it by default), read as a stream (memory stays
  * flat): what tells a repeat of an order from a new one.
@@ -95,16 +91,7 @@ export async function fileSha256(file: InputFile, maxBytes = Infinity): Promise<
 
 /** The file's size and the SHA-256 of its first MiB: equal for a file sent before, rarely for another. */
 export async function fileProbe(file: InputFile): Promise<string> {
-	return `${file.size}:${await fileSha256(file, PROBE_BYTES)}`;
-}
-
-/** A stream of n8n's binary store, as far as this file uses it: a Node.js Readable. */
-interface StoreStream extends AsyncIterable<Buffer> {
-	closed?: boolean;
-	destroy(): void;
-	once(event: 'close', listener: () => void): unknown;
-	/** Readable's own operator: a stream of each chunk as `fn` hands it on, pulled as it is read. */
-	map(fn: (chunk: Buffer) => Buffer): FileBody;
+	return `${file.size}:${await fileSha256(file, 1024 * 1024)}`;
 }
 
 /** The file, opened so that each read hashes the bytes on their way: its SHA-256 once one read ended. */
@@ -119,9 +106,9 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
 		}
 		digest = undefined;
 		let read = 0;
-		// The request pulls, so backpressure holds; done with the last byte (the request may end
-		// before it asks the stream for its end).
-		return (body as unknown as StoreStream).map((chunk) => {
+		// Readable's own map: each chunk handed on as the request pulls it, so backpressure holds;
+		// done with the last byte (the request may end before it asks the stream for its end).
+		return body.map((chunk: Buffer) => {
 			hash.update(chunk);
 			read += chunk.length;
 			if (read === file.size) digest = hash.digest('hex');
@@ -143,10 +130,10 @@ export function hashingReads(file: InputFile): { file: InputFile; sha256: () => 
  * so a slot for files is free only when its file is no longer read.
  */
 export function closingReads(file: InputFile): { file: InputFile; close: () => Promise<void> } {
-	const opened: StoreStream[] = [];
+	const opened: Array<Exclude<FileBody, Buffer>> = [];
 	const open = async (): Promise<FileBody> => {
 		const body = await file.open();
-		if (!Buffer.isBuffer(body)) opened.push(body as unknown as StoreStream);
+		if (!Buffer.isBuffer(body)) opened.push(body);
 		return body;
 	};
 	const close = async () => {

@@ -33,16 +33,9 @@ export function eventProblem(body: unknown): string | undefined {
 	if (e.object !== 'event') return 'object must be "event"';
 	if (!EVENT_TYPES.includes(e.type as EventType))
 		return `type must be one of ${EVENT_TYPES.join(', ')}`;
-	const data = e.data as IDataObject | undefined;
-	if (
-		typeof data !== 'object' ||
-		data === null ||
-		data.object !== 'job' ||
-		typeof data.id !== 'string' ||
-		data.id === ''
-	) {
+	const data = e.data as IDataObject | null | undefined;
+	if (data?.object !== 'job' || typeof data.id !== 'string' || data.id === '')
 		return 'data must be the job (an object with object "job" and its id)';
-	}
 	return undefined;
 }
 
@@ -60,12 +53,8 @@ export const isFinal = (job: Job) => job.status === 'completed' || job.status ==
  * ordered with and the request n8n receives; these segments are what n8n routes by.
  */
 function webhookOwnPath(url: string): string {
-	let pathname: string;
-	try {
-		pathname = new URL(url, 'https://invalid').pathname;
-	} catch {
-		return '';
-	}
+	if (!URL.canParse(url, 'https://invalid')) return '';
+	const { pathname } = new URL(url, 'https://invalid');
 	return pathname.split('/').filter(Boolean).slice(-2).join('/');
 }
 

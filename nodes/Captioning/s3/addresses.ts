@@ -58,18 +58,10 @@ function endpointOf(access: S3Access) {
 		return { protocol: 'https:', host: `s3.${region}.${suffix}`, path: '/', isIp: false };
 	}
 	// The WHATWG URL parser, as the SDK uses for the endpoint: lower-cases the host, drops :80 and :443.
-	if (!URL.canParse(endpoint)) throw new Error(`The S3 endpoint '${endpoint}' is not a URL`);
-	const url = new URL(endpoint);
-	if (
-		(url.protocol !== 'http:' && url.protocol !== 'https:') ||
-		url.search ||
-		url.username ||
-		url.password
-	) {
-		throw new Error(
-			`The S3 endpoint '${endpoint}' must be a plain http:// or https:// address, without a query or user`,
-		);
-	}
+	const url = httpUrl(endpoint);
+	if (!url) throw new Error(`The S3 endpoint '${endpoint}' is not a URL (http:// or https://)`);
+	if (url.search || url.username || url.password)
+		throw new Error(`The S3 endpoint '${endpoint}' must be a plain address: no query, no user`);
 	const isIp = /^\d{1,3}(\.\d{1,3}){3}$/.test(url.hostname) || url.hostname.startsWith('[');
 	return { protocol: url.protocol, host: url.host, path: url.pathname || '/', isIp };
 }
@@ -133,15 +125,13 @@ export function parseS3Uri(text: string): S3Object | undefined {
 
 /** The credential's fields as the signer takes them; a bad endpoint is named before any request. */
 export function s3AccessOf(data: Record<string, unknown>): S3Access | string {
+	const field = (name: string) => String(data[name] ?? '').trim();
 	const access: S3Access = {
-		accessKeyId: String(data.accessKeyId ?? '').trim(),
-		secretAccessKey: String(data.secretAccessKey ?? '').trim(),
-		sessionToken: String(data.sessionToken ?? '').trim() || undefined,
-		region: String(data.region ?? '').trim(),
-		endpoint:
-			String(data.endpoint ?? '')
-				.trim()
-				.replace(/\/+$/, '') || undefined,
+		accessKeyId: field('accessKeyId'),
+		secretAccessKey: field('secretAccessKey'),
+		sessionToken: field('sessionToken') || undefined,
+		region: field('region'),
+		endpoint: field('endpoint').replace(/\/+$/, '') || undefined,
 		forcePathStyle: Boolean(data.forcePathStyle),
 	};
 	if (!access.accessKeyId || !access.secretAccessKey)

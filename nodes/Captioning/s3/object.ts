@@ -29,11 +29,7 @@ export interface HeadedObject {
 export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 	const bucketField = String(ctx.getNodeParameter('s3Bucket', i, '') ?? '').trim();
 	const keyField = String(ctx.getNodeParameter('s3Key', i, '') ?? '');
-	const uri = keyField.trim().startsWith('s3://')
-		? keyField.trim()
-		: bucketField.startsWith('s3://')
-			? bucketField
-			: undefined;
+	const uri = [keyField.trim(), bucketField].find((field) => field.startsWith('s3://'));
 	if (uri) {
 		const parsed = parseS3Uri(uri);
 		if (!parsed)
@@ -52,14 +48,13 @@ export function s3ObjectOf(ctx: IExecuteFunctions, i: number): S3Object {
 			'Bucket Name is empty',
 			'Enter the bucket that holds the video (e.g. my-videos), or put a whole s3://bucket/key in Object Key.',
 		);
-	if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]{1,254}$/.test(bucketField)) {
+	if (!/^[a-zA-Z0-9][a-zA-Z0-9._-]{1,254}$/.test(bucketField))
 		refuse(
 			ctx,
 			i,
 			`Bucket Name "${bucketField}" is not a bucket name`,
 			'A bucket name is 3-63 letters, digits, dots and hyphens (e.g. my-videos), without s3:// or slashes. Put the path inside the bucket into Object Key.',
 		);
-	}
 	if (keyField === '')
 		refuse(
 			ctx,
@@ -89,29 +84,22 @@ function refuseUnreadable(
 	if (status !== 200) {
 		// A HEAD has no body: the code, when there is one, comes in S3's x-amz-error-code header (not all stores send it).
 		const code = header(response, 'x-amz-error-code') || (status === 404 ? 'NoSuchKey' : '');
-		const explained = explainS3(
-			status,
-			code,
-			access.region,
-			header(response, 'x-amz-bucket-region'),
-			name,
-		);
+		const bucketRegion = header(response, 'x-amz-bucket-region');
 		refuse(
 			ctx,
 			i,
 			`${name} cannot be read (${status}${code ? ` ${code}` : ''})`,
-			`${explained} Nothing was ordered.`,
+			`${explainS3(status, code, access.region, bucketRegion, name)} Nothing was ordered.`,
 		);
 	}
 	const size = Number(header(response, 'content-length'));
-	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES) {
+	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES)
 		refuse(
 			ctx,
 			i,
 			`${name} is ${size} bytes, over the service's limit of ${MAX_UPLOAD_BYTES} bytes (5.24 GB)`,
 			'Compress or split the media in S3 first (e.g. a lower bitrate or the audio track alone). Nothing was ordered.',
 		);
-	}
 	if (size === 0)
 		refuse(
 			ctx,
@@ -138,7 +126,6 @@ export async function headS3Object(
 			`The Captioning S3 Media credential is not usable: ${access}`,
 			'Fix it in the credential, then run again.',
 		);
-	const name = `S3 object ${s3Uri(object)}`;
 	const url = objectUrl(access, object);
 	// The object's HEAD, signed by the credential's `authenticate` when each attempt is sent, with the
 	// transport's retries (network errors and 5xx, S3's 503 SlowDown among them).
@@ -162,7 +149,7 @@ export async function headS3Object(
 				timeout: 30000,
 			})) as IN8nHttpFullResponse,
 	);
-	refuseUnreadable(ctx, i, access, name, response);
+	refuseUnreadable(ctx, i, access, `S3 object ${s3Uri(object)}`, response);
 	// 'null': a bucket whose versioning is suspended.
 	const versionId = header(response, 'x-amz-version-id').replace(/^null$/, '');
 	const version = versionId

@@ -20,11 +20,8 @@ const hmac = (key: Buffer | string, text: string) =>
 
 /** The date as 20240506T070809Z, and the signature's scope: 20240506/<region>/s3/aws4_request. */
 function amzDate(date: Date, access: S3Access): { long: string; scope: string } {
-	if (Number.isNaN(date.getTime())) throw new Error('The signing date is not a valid date');
-	const long = date
-		.toISOString()
-		.replace(/[-:]/g, '')
-		.replace(/\.\d{3}/, '');
+	// The ISO date without its dashes, colons and milliseconds.
+	const long = date.toISOString().replace(/[-:]|\.\d{3}/g, '');
 	return { long, scope: `${long.slice(0, 8)}/${access.region.trim()}/s3/aws4_request` };
 }
 
@@ -38,19 +35,11 @@ function canonicalQuery(pairs: Array<[string, string]>): string {
 }
 
 /** Signs a canonical request: the SigV4 string to sign, HMAC'd with the key derived for this day and region. */
-function signature(
-	access: S3Access,
-	long: string,
-	scope: string,
-	canonicalRequest: string,
-): string {
+function signature(secret: string, long: string, scope: string, canonicalRequest: string): string {
 	const [short, region] = scope.split('/');
-	const key = hmac(
-		hmac(hmac(hmac(`AWS4${access.secretAccessKey}`, short), region), 's3'),
-		'aws4_request',
-	);
+	const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, short), region), 's3'), 'aws4_request');
 	const stringToSign = `${ALGORITHM}\n${long}\n${scope}\n${sha256Hex(canonicalRequest)}`;
-	return createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
+	return hmac(key, stringToSign).toString('hex');
 }
 
 /**
@@ -61,18 +50,11 @@ function signature(
 export function presignGet(
 	access: S3Access,
 	object: S3Object,
-	expiresInSeconds: number,
+	expiresIn: number,
 	signingDate: Date,
 ): string {
-	if (
-		!Number.isInteger(expiresInSeconds) ||
-		expiresInSeconds < 1 ||
-		expiresInSeconds > MAX_EXPIRES_SECONDS
-	) {
-		throw new Error(
-			`A presigned URL lasts 1 to ${MAX_EXPIRES_SECONDS} seconds (a week), not ${expiresInSeconds}`,
-		);
-	}
+	if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES_SECONDS)
+		throw new Error(`A presigned URL lasts 1 to ${MAX_EXPIRES_SECONDS} seconds, not ${expiresIn}`);
 	const { long, scope } = amzDate(signingDate, access);
 	const base = bucketBase(access, object.bucket);
 	const path = `${base.path}/${keyPath(object.key)}`;
@@ -84,14 +66,14 @@ export function presignGet(
 		['X-Amz-Algorithm', ALGORITHM],
 		['X-Amz-Credential', `${access.accessKeyId}/${scope}`],
 		['X-Amz-Date', long],
-		['X-Amz-Expires', String(expiresInSeconds)],
+		['X-Amz-Expires', String(expiresIn)],
 		['X-Amz-SignedHeaders', 'host'],
 	);
 	if (access.sessionToken) query.push(['X-Amz-Security-Token', access.sessionToken]);
 	const canonicalRequest = `GET\n${path}\n${canonicalQuery(query)}\nhost:${base.host}\n\nhost\nUNSIGNED-PAYLOAD`;
 	const signed = canonicalQuery([
 		...query,
-		['X-Amz-Signature', signature(access, long, scope, canonicalRequest)],
+		['X-Amz-Signature', signature(access.secretAccessKey, long, scope, canonicalRequest)],
 	]);
 	return `${base.origin}${path}?${signed}`;
 }
@@ -133,19 +115,13 @@ export function signedHeaders(
 		'x-amz-date': long,
 	};
 	if (access.sessionToken) headers['x-amz-security-token'] = access.sessionToken;
-	const canonicalHeaders: Array<[string, string]> = [['host', host], ...Object.entries(headers)];
-	canonicalHeaders.sort(([a], [b]) => (a < b ? -1 : 1));
-	const names = canonicalHeaders.map(([name]) => name).join(';');
-	const canonicalRequest = [
-		method,
-		path,
-		canonicalQuery(pairs),
-		canonicalHeaders
-			.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}`)
-			.join('\n') + '\n',
-		names,
-		EMPTY_SHA256,
-	].join('\n');
-	headers.authorization = `${ALGORITHM} Credential=${access.accessKeyId}/${scope}, SignedHeaders=${names}, Signature=${signature(access, long, scope, canonicalRequest)}`;
+	// Host, then the x-amz- headers: already in the order SigV4 sorts them in.
+	const signed = Object.entries({ host, ...headers });
+	const names = signed.map(([name]) => name).join(';');
+	const canonicalHeaders = signed
+		.map(([name, value]) => `${name}:${value.trim().replace(/\s+/g, ' ')}\n`)
+		.join('');
+	const canonicalRequest = `${method}\n${path}\n${canonicalQuery(pairs)}\n${canonicalHeaders}\n${names}\n${EMPTY_SHA256}`;
+	headers.authorization = `${ALGORITHM} Credential=${access.accessKeyId}/${scope}, SignedHeaders=${names}, Signature=${signature(access.secretAccessKey, long, scope, canonicalRequest)}`;
 	return headers;
 }

@@ -18,11 +18,6 @@ import type { Job } from '../model/types';
 import { jobPages, notInWorkspace, PAGE_SIZE, readJob, readJobs } from '../transport/jobs';
 import { sleep } from '../transport/sleep';
 
-/** The items the execution waits with, as ordered (jobs, and error items of failed ones), in item order. */
-function waitingItems(ctx: IWebhookFunctions): INodeExecutionData[] {
-	return ctx.evaluateExpression('{{ $input.all() }}', 0) as unknown as INodeExecutionData[];
-}
-
 const jobOf = (item: INodeExecutionData) =>
 	item.json.object === 'job' ? (item.json as unknown as Job) : undefined;
 
@@ -108,7 +103,8 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const problem = eventProblem(body);
 	if (problem) return respond(this, 400, { error: `Not a captioning event: ${problem}.` });
 	const event = body as unknown as CaptioningEvent;
-	const items = waitingItems(this);
+	// The items the execution waits with, as ordered (jobs, and error items of failed ones).
+	const items = this.evaluateExpression('{{ $input.all() }}', 0) as unknown as INodeExecutionData[];
 	if (!items.some((item) => jobOf(item)?.id === event.data.id))
 		return respond(this, 403, {
 			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
