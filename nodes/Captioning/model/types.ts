@@ -68,17 +68,8 @@ export interface Job {
 	object: 'job';
 	status: 'queued' | 'processing' | 'completed' | 'cancelled';
 	progress: number | null;
-	eta: string | null;
 	title: string;
-	media: {
-		type: 'url' | 'upload';
-		url: string | null;
-		upload_id: string | null;
-		duration_seconds: number;
-	};
-	language: string | null;
 	options: Record<string, unknown>;
-	cost: { amount: string; currency: 'usd' } | null;
 	cancellation: { reason: string; message: string } | null;
 	captions: Record<CaptionFormat, string> | null;
 	metadata: Record<string, string>;
@@ -90,9 +81,6 @@ export interface Upload {
 	id: string;
 	object: 'upload';
 	upload_url: string;
-	method: 'PUT';
-	max_size_bytes: number;
-	expires_at: string;
 }
 
 export interface JobList {
