@@ -1,23 +1,13 @@
 // Who the credentials name: the service's checked Base URL and the rate limits of their key there.
-import type {
-	IExecuteFunctions,
-	IHookFunctions,
-	ILoadOptionsFunctions,
-	IPollFunctions,
-	IWebhookFunctions,
-} from 'n8n-workflow';
+import type { IAllExecuteFunctions } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { KeyRateLimits } from './limits';
 import { rateLimitsFor } from './limits';
 import { refuse } from './errors';
 
-export type ApiContext =
-	| IExecuteFunctions
-	| IHookFunctions
-	| IWebhookFunctions
-	| ILoadOptionsFunctions
-	| IPollFunctions;
+/** Any n8n context a node runs in: each may send through the transport. */
+export type ApiContext = IAllExecuteFunctions;
 
 export const CREDENTIAL_NAME = 'captioningApi';
 
