@@ -40,16 +40,10 @@ export function networkError(
 /** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
 function chain(cause: unknown): IDataObject[] {
 	const levels: IDataObject[] = [];
-	for (
-		let current = cause;
-		levels.length < 6 &&
-		current &&
-		typeof current === 'object' &&
-		!levels.includes(current as IDataObject);
-
-	) {
-		levels.push(current as IDataObject);
-		current = (current as { cause?: unknown }).cause;
+	let level = cause as IDataObject | undefined;
+	while (level && typeof level === 'object' && !levels.includes(level) && levels.length < 6) {
+		levels.push(level);
+		level = level.cause as IDataObject | undefined;
 	}
 	return levels;
 }
@@ -88,7 +82,6 @@ const CERTIFICATE_WORDS: Record<string, string> = {
 	UNABLE_TO_VERIFY_LEAF_SIGNATURE:
 		'was issued by an authority n8n does not trust (or the server leaves out its intermediate certificates)',
 	UNABLE_TO_GET_ISSUER_CERT: 'was issued by an authority n8n does not know',
-	UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'was issued by an authority n8n does not know',
 	ERR_TLS_CERT_ALTNAME_INVALID: 'is for another host name',
 	CERT_REVOKED: 'was revoked',
 	CERT_UNTRUSTED: 'is not trusted',
@@ -100,7 +93,7 @@ export function certificateProblem(cause: unknown): string | undefined {
 	for (const level of chain(cause)) {
 		for (const value of [level.code, level.httpCode, level.message]) {
 			if (typeof value !== 'string') continue;
-			const code = Object.keys(CERTIFICATE_WORDS).find((c) => value === c || value.includes(c));
+			const code = Object.keys(CERTIFICATE_WORDS).find((c) => value.includes(c));
 			if (code) return code;
 		}
 	}
