@@ -19,20 +19,17 @@ const ADVICE: Record<string, string> = {
 	'404':
 		'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
 	'409': 'The request conflicts with an earlier one.',
-	'413':
-		'The JSON body is larger than the service accepts (64 KiB). Shorten the glossary, metadata or redaction terms.',
+	'413': 'The JSON body is over 64 KiB. Shorten the glossary, metadata or redaction terms.',
 	'415': 'The service accepts JSON bodies only.',
 	'422': 'The service cannot process this media or order.',
 	'429':
 		'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
-	'503':
-		'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	'503': 'The service stayed unavailable while the node retried. Run again in a little while.',
 	once: 'It was not sent again: an order without an Idempotency-Key is never resent, so that it cannot be paid twice. Run again in a little while, or set Idempotency to Automatic.',
 	asked: `The service asked this API key to wait longer than the node holds it (${rateLimitSettings.maxHoldMs / 1000} s), so it was not sent again. Run again after that time.`,
 	'3xx':
 		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
-	'5xx':
-		"The service had an internal error and the node's retries did not get through. Run again in a little while.",
+	'5xx': 'The service had an internal error at every try. Run again in a little while.',
 };
 
 const CODE_ADVICE: Record<string, string> = {
@@ -63,10 +60,7 @@ export function serviceError(response: IN8nHttpFullResponse): ServiceError {
 			// not JSON: the text as it came
 		}
 	}
-	const error =
-		typeof body === 'object' && body !== null && typeof body.error === 'object'
-			? body.error
-			: undefined;
+	const error = typeof body === 'object' ? body?.error : undefined;
 	let message = typeof error?.message === 'string' ? error.message : '';
 	if (!message) {
 		const text = typeof body === 'string' ? body : '';
