@@ -18,15 +18,14 @@ const READ_AGAIN = 'Read the job again with Job → Get; if this persists, conta
 /** How many redirects a captions link may lead through. */
 const MAX_REDIRECTS = 5;
 
-const downloadLimits = {
-	/**
-	 * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
-	 * SRT is about 1 MB, so a file past this is no captions of the media.
-	 */
-	bytes: 50 * 1024 * 1024,
-	/** The most bytes of an answer that is not the file (an error, a redirect) read for its message. */
-	answerBytes: 64 * 1024,
-};
+/**
+ * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
+ * SRT is about 1 MB, so a file past this is no captions of the media.
+ */
+const MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+/** The most bytes of an answer that is not the file (an error, a redirect) read for its message. */
+const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** A streamed answer's body (a Node.js Readable). */
 type Body = AsyncIterable<Buffer> & { destroy(): void };
@@ -80,7 +79,7 @@ export async function downloadFile(
 			refuse(
 				ctx,
 				itemIndex,
-				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${downloadLimits.bytes.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
+				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${MAX_FILE_BYTES.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
 				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
 			);
 		const location = header(response, 'location');
@@ -109,7 +108,7 @@ export async function downloadFile(
 
 /**
  * One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed
- * back. The body is read as it comes, up to downloadLimits (`over` when the file is past it).
+ * back. The body is read as it comes, up to MAX_FILE_BYTES (`over` when the file is past it).
  */
 async function fetchOnce(
 	ctx: ApiContext,
@@ -147,7 +146,7 @@ async function fetchOnce(
 			const file = streamed.statusCode < 300;
 			const bytes = await bytesUpTo(
 				streamed.body as Body,
-				file ? downloadLimits.bytes : downloadLimits.answerBytes,
+				file ? MAX_FILE_BYTES : MAX_ANSWER_BYTES,
 				file ? Number(streamed.headers['content-length'] ?? 0) : 0,
 			);
 			over = file ? bytes.over : undefined;
