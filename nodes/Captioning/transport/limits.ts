@@ -71,7 +71,6 @@ export class Limit {
 		if (this.stopSignal.aborted) throw new RunStopped();
 		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
 		await new Promise<void>((go, reject) => {
-			const since = Date.now();
 			const waiting = new AbortController();
 			const onAbort = () => queued.leave(new Error('Not sent: no longer wanted'));
 			const queued: Queued = {
@@ -89,7 +88,7 @@ export class Limit {
 			signal?.addEventListener('abort', onAbort, { once: true });
 			if (maxWaitMs < Infinity)
 				sleep(maxWaitMs, waiting.signal).then(
-					() => queued.leave(new WaitedTooLong(Date.now() - since)),
+					() => queued.leave(new WaitedTooLong(maxWaitMs)),
 					() => undefined, // it left the line before its deadline
 				);
 			this.line.push(queued);
