@@ -84,16 +84,13 @@ export function httpUrl(text: string): URL | undefined {
  * the API key: elsewhere on the same host (another API, the host's admin pages) it is not sent.
  */
 export function underBaseUrl(url: string, baseUrl: string): boolean {
-	try {
-		const target = new URL(url);
-		const base = new URL(baseUrl);
-		return (
-			target.origin === base.origin &&
-			target.username === '' &&
-			target.password === '' &&
-			target.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/`)
-		);
-	} catch {
-		return false;
-	}
+	const target = httpUrl(url);
+	const base = httpUrl(baseUrl);
+	if (!target || !base) return false;
+	return (
+		target.origin === base.origin &&
+		target.username === '' &&
+		target.password === '' &&
+		target.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/`)
+	);
 }
