@@ -10,14 +10,12 @@ import { withoutSignatures, withoutToken } from './secrets';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
-	'401':
-		'The API key was refused. Check the API key in the Captioning API credentials; a revoked key must be replaced with a new one from the dashboard.',
+	'401': 'Check the API key in the credentials; a revoked key must be replaced with a new one.',
 	'402':
 		'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
 	'403':
 		'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
-	'404':
-		'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
+	'404': "Not found in this workspace. Check the id, and the credentials' workspace.",
 	'409': 'The request conflicts with an earlier one.',
 	'413': 'The JSON body is over 64 KiB. Shorten the glossary, metadata or redaction terms.',
 	'415': 'The service accepts JSON bodies only.',
