@@ -65,20 +65,18 @@ export async function downloadFile(
 	itemIndex?: number,
 ): Promise<Download> {
 	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
+	const fail = (message: string, description = READ_AGAIN) =>
+		refuse(ctx, itemIndex, message, description);
 	let link = url;
 	for (let hop = 0; ; hop++) {
 		if (!httpUrl(link))
-			refuse(
-				ctx,
-				itemIndex,
+			fail(
 				'A captions link of the job is not an http(s) URL, so it was not fetched',
 				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
 		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, itemIndex);
 		if (over !== undefined)
-			refuse(
-				ctx,
-				itemIndex,
+			fail(
 				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${MAX_FILE_BYTES.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
 				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
 			);
@@ -89,18 +87,10 @@ export async function downloadFile(
 				contentType: header(response, 'content-type') || 'application/octet-stream',
 			};
 		if (!location)
-			refuse(
-				ctx,
-				itemIndex,
-				`A captions link answered ${response.statusCode} without saying where to go`,
-				READ_AGAIN,
-			);
+			fail(`A captions link answered ${response.statusCode} without saying where to go`);
 		if (hop >= MAX_REDIRECTS)
-			refuse(
-				ctx,
-				itemIndex,
+			fail(
 				`A captions link led through more than ${MAX_REDIRECTS} redirects, so it was not followed further`,
-				READ_AGAIN,
 			);
 		link = new URL(location, link).toString();
 	}
