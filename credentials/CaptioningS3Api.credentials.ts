@@ -111,9 +111,7 @@ export class CaptioningS3Api implements ICredentialType {
 		if (typeof access === 'string') throw new Error(access);
 		const method = (requestOptions.method ?? 'GET').toUpperCase();
 		if (method !== 'GET' && method !== 'HEAD')
-			throw new Error(
-				`The Captioning S3 Media credential signs GET and HEAD requests only, not ${method}`,
-			);
+			throw new Error(`The S3 Media credential signs GET and HEAD requests only, not ${method}`);
 		const bucket = String(credentials.testBucket ?? '').trim();
 		const url = /^https?:\/\//i.test(requestOptions.url)
 			? requestOptions.url
