@@ -116,7 +116,6 @@ export class Limit {
 
 	/** Refuses every request not yet under way; those under way finish. */
 	stop(): void {
-		if (this.stopSignal.aborted) return;
 		this.stopping.abort();
 		for (const queued of [...this.line]) queued.leave(new RunStopped());
 	}
