@@ -88,10 +88,9 @@ export function serviceError(response: IN8nHttpFullResponse): ServiceError {
  * holds); without it, the attempts ran out.
  */
 export function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
-	const status = Number(e.httpCode);
 	// `why` comes only with a 429 or 5xx that was not sent again (retries.ts).
 	const advice = why
-		? `${status === 429 ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
+		? `${e.httpCode === '429' ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
 		: (CODE_ADVICE[e.code] ??
 			ADVICE[e.httpCode] ??
 			ADVICE[`${e.httpCode[0]}xx`] ??
