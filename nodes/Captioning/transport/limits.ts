@@ -75,17 +75,17 @@ export class Limit {
 			const onAbort = () => queued.leave(new Error('Not sent: no longer wanted'));
 			const queued: Queued = {
 				rank,
-				go: () => (waiting.abort(), signal?.removeEventListener('abort', onAbort), go()),
+				go: () => (waiting.abort(), go()),
 				leave: (error) => {
 					const at = this.line.indexOf(queued);
 					if (at < 0) return;
 					this.line.splice(at, 1);
 					waiting.abort();
-					signal?.removeEventListener('abort', onAbort);
 					reject(error);
 				},
 			};
-			signal?.addEventListener('abort', onAbort, { once: true });
+			// Once it goes or leaves, `waiting` ends both its deadline and its listener.
+			signal?.addEventListener('abort', onAbort, { once: true, signal: waiting.signal });
 			if (maxWaitMs < Infinity)
 				sleep(maxWaitMs, waiting.signal).then(
 					() => queued.leave(new WaitedTooLong(maxWaitMs)),
