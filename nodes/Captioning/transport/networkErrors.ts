@@ -90,14 +90,10 @@ const CERTIFICATE_WORDS: Record<string, string> = {
 
 /** The code of a certificate the connection refused (through n8n's wrappers, or in its words on 1.x), if that is the failure. */
 export function certificateProblem(cause: unknown): string | undefined {
-	for (const level of chain(cause)) {
-		for (const value of [level.code, level.httpCode, level.message]) {
-			if (typeof value !== 'string') continue;
-			const code = Object.keys(CERTIFICATE_WORDS).find((c) => value.includes(c));
-			if (code) return code;
-		}
-	}
-	return undefined;
+	const said = chain(cause).flatMap((level) => [level.code, level.httpCode, level.message]);
+	return Object.keys(CERTIFICATE_WORDS).find((code) =>
+		said.some((value) => typeof value === 'string' && value.includes(code)),
+	);
 }
 
 /** A connection the server's certificate ended: nothing was sent, and a retry would meet the same. */
