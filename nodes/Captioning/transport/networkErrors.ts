@@ -119,14 +119,12 @@ export function notSentError(
 	{ target, itemIndex }: Unanswered,
 ): NodeApiError {
 	const levels = chain(cause);
-	// The innermost words are n8n's own (its wrappers repeat or generalise them).
-	const inner = [...levels]
-		.reverse()
-		.find((level) => typeof level.message === 'string' && level.message !== '');
-	const said = inner ? String(inner.message) : 'an error without a message';
-	const advice = levels
-		.map((level) => level.description)
-		.find((d): d is string => typeof d === 'string' && d !== '');
+	/** What the levels say under `key`, outermost first. */
+	const words = (key: 'message' | 'description') =>
+		levels.map((level) => level[key]).filter((w): w is string => typeof w === 'string' && w !== '');
+	// The innermost message is n8n's own (its wrappers repeat or generalise it).
+	const said = words('message').at(-1) ?? 'an error without a message';
+	const advice = words('description')[0];
 	const policy = refusedByN8n(cause);
 	return unanswered(
 		node,
