@@ -3,9 +3,8 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../model/types';
 import { header, refuse } from './errors';
-import type { ApiContext } from './index';
 import { apiRequest, sendWithRetries } from './index';
-import type { KeyRateLimits } from './limits';
+import type { ApiContext, Service } from './service';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
 export interface Download {
@@ -64,7 +63,7 @@ export async function downloadFile(
 	name: string,
 	itemIndex?: number,
 ): Promise<Download> {
-	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
+	const service = await serviceOf(ctx, itemIndex);
 	const fail = (message: string, description = READ_AGAIN) =>
 		refuse(ctx, itemIndex, message, description);
 	let link = url;
@@ -74,7 +73,7 @@ export async function downloadFile(
 				'A captions link of the job is not an http(s) URL, so it was not fetched',
 				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
-		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, itemIndex);
+		const { response, over } = await fetchOnce(ctx, link, service, itemIndex);
 		if (over !== undefined)
 			fail(
 				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${MAX_FILE_BYTES.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
@@ -103,8 +102,7 @@ export async function downloadFile(
 async function fetchOnce(
 	ctx: ApiContext,
 	url: string,
-	baseUrl: string,
-	rateLimits: KeyRateLimits,
+	{ baseUrl, rateLimits }: Service,
 	itemIndex?: number,
 ): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
 	const withKey = underBaseUrl(url, baseUrl);
