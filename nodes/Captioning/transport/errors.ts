@@ -15,7 +15,7 @@ const ADVICE: Record<string, string> = {
 		'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
 	'403':
 		'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
-	'404': "Not found in this workspace. Check the id, and the credentials' workspace.",
+	'404': 'Not found in this workspace. Check the id, and which workspace the credentials are for.',
 	'409': 'The request conflicts with an earlier one.',
 	'413': 'The JSON body is over 64 KiB. Shorten the glossary, metadata or redaction terms.',
 	'415': 'The service accepts JSON bodies only.',
