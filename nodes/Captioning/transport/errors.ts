@@ -59,19 +59,14 @@ export function serviceError(response: IN8nHttpFullResponse): ServiceError {
 		}
 	}
 	const error = typeof body === 'object' ? body?.error : undefined;
-	let message = typeof error?.message === 'string' ? error.message : '';
-	if (!message) {
-		const text = typeof body === 'string' ? body : '';
-		message =
-			text
-				.replace(/<[^>]*>/g, ' ')
-				.replace(/\s+/g, ' ')
-				.trim()
-				.slice(0, 200) ||
-			(response.statusCode >= 300 && response.statusCode < 400
-				? `Redirect to ${header(response, 'location') || 'another location'} not followed`
-				: `HTTP ${response.statusCode}`);
-	}
+	// Without the service's words: the text of the answer without its markup (a proxy's page), or its status.
+	const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') : '';
+	const message =
+		(typeof error?.message === 'string' && error.message) ||
+		text.trim().slice(0, 200) ||
+		(response.statusCode >= 300 && response.statusCode < 400
+			? `Redirect to ${header(response, 'location') || 'another location'} not followed`
+			: `HTTP ${response.statusCode}`);
 	return {
 		httpCode: String(response.statusCode),
 		code: typeof error?.code === 'string' ? error.code : '',
