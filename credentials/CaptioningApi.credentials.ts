@@ -120,7 +120,6 @@ export class CaptioningApi implements ICredentialType {
 			url: '/account',
 			method: 'GET',
 			ignoreHttpStatusErrors: true,
-			disableFollowRedirect: true,
 			// A host that takes the connection and never answers ends the Test, not the wait of it.
 			timeout: 15000,
 		},
