@@ -12,11 +12,9 @@ import { baseUrlOf, inClear, underBaseUrl } from '../nodes/Captioning/transport/
 /** What the credential test says for each error code the service answers its request with. */
 const TEST_REFUSALS: Record<string, string> = {
 	invalid_api_key: 'The API key is wrong (401): copy it again from the captioning dashboard',
-	api_key_revoked:
-		'The API key has been revoked (401): create a new key in the captioning dashboard',
+	api_key_revoked: 'The API key has been revoked (401): create a new key in the dashboard',
 	missing_api_key: 'No API key was sent (401): enter the API key',
-	not_found:
-		"The Base URL does not serve /account (404): check it is the service's base URL, ending in /v1",
+	not_found: "The Base URL does not serve /account (404): check it is the service's, ending in /v1",
 	insufficient_permissions: 'This key may not read the account (403)',
 };
 
@@ -38,8 +36,7 @@ export class CaptioningApi implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			required: true,
-			description:
-				'An API key of your captioning workspace (ordering and uploading need one with full access)',
+			description: 'A workspace API key (ordering and uploading need full access)',
 		},
 		{
 			displayName: 'Base URL',
@@ -48,8 +45,7 @@ export class CaptioningApi implements ICredentialType {
 			default: '',
 			required: true,
 			placeholder: 'https://api.your-captioning-service.com/v1',
-			description:
-				"The captioning API's address, ending in /v1, e.g. https://api.example.com/v1 (the API key goes nowhere else)",
+			description: "The captioning API's address, ending in /v1 (the API key goes nowhere else)",
 		},
 		{
 			displayName: 'Webhook Secret Token',
@@ -57,8 +53,7 @@ export class CaptioningApi implements ICredentialType {
 			type: 'string',
 			typeOptions: { password: true },
 			default: '',
-			description:
-				"Optional: a token of your own, for jobs ordered outside n8n, added as ?token= to the Captioning Trigger's Production URL",
+			description: "For jobs ordered outside n8n: added as ?token= to the Trigger's Production URL",
 		},
 	];
 
@@ -125,7 +120,6 @@ export class CaptioningApi implements ICredentialType {
 			url: '/account',
 			method: 'GET',
 			ignoreHttpStatusErrors: true,
-			disableFollowRedirect: true,
 			// A host that takes the connection and never answers ends the Test, not the wait of it.
 			timeout: 15000,
 		},

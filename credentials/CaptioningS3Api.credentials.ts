@@ -44,8 +44,7 @@ export class CaptioningS3Api implements ICredentialType {
 			default: '',
 			required: true,
 			placeholder: 'e.g. AKIAIOSFODNN7EXAMPLE',
-			description:
-				'Of an IAM user or role that may read the media objects (s3:GetObject is enough)',
+			description: 'Of an IAM user or role that may read the media (s3:GetObject)',
 		},
 		{
 			displayName: 'Secret Access Key',
@@ -54,8 +53,7 @@ export class CaptioningS3Api implements ICredentialType {
 			typeOptions: { password: true },
 			default: '',
 			required: true,
-			description:
-				'Never sent anywhere: it signs the object check and the time-limited link the service fetches the media with',
+			description: 'Never sent: it signs the object check and the link the service fetches',
 		},
 		{
 			displayName: 'Session Token',
@@ -63,8 +61,7 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			typeOptions: { password: true },
 			default: '',
-			description:
-				'Only for temporary credentials (AWS STS): a link signed with them stops working when they expire',
+			description: 'Only for temporary credentials (AWS STS); links expire with them',
 		},
 		{
 			displayName: 'Region',
@@ -81,16 +78,14 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			default: '',
 			placeholder: 'e.g. https://<account-id>.r2.cloudflarestorage.com',
-			description:
-				'Empty for AWS; for an S3-compatible store (MinIO, R2, Wasabi, B2), its S3 address, e.g. https://s3.example.com',
+			description: 'Empty for AWS; else the S3 address of your store (MinIO, R2, Wasabi, B2)',
 		},
 		{
 			displayName: 'Force Path Style',
 			name: 'forcePathStyle',
 			type: 'boolean',
 			default: false,
-			description:
-				'Whether to address objects as endpoint/bucket/key (MinIO and Ceph usually need it)',
+			description: 'Whether to use endpoint/bucket/key addresses (MinIO and Ceph usually need it)',
 		},
 		{
 			displayName: 'Bucket to Test',
@@ -98,8 +93,7 @@ export class CaptioningS3Api implements ICredentialType {
 			type: 'string',
 			default: '',
 			placeholder: 'e.g. my-videos',
-			description:
-				'Optional: a bucket the credential test lists one object of (which checks the region too)',
+			description: 'Optional: a bucket the Test lists one object of, checking the Region too',
 		},
 	];
 
@@ -117,9 +111,7 @@ export class CaptioningS3Api implements ICredentialType {
 		if (typeof access === 'string') throw new Error(access);
 		const method = (requestOptions.method ?? 'GET').toUpperCase();
 		if (method !== 'GET' && method !== 'HEAD')
-			throw new Error(
-				`The Captioning S3 Media credential signs GET and HEAD requests only, not ${method}`,
-			);
+			throw new Error(`The S3 Media credential signs GET and HEAD requests only, not ${method}`);
 		const bucket = String(credentials.testBucket ?? '').trim();
 		const url = /^https?:\/\//i.test(requestOptions.url)
 			? requestOptions.url

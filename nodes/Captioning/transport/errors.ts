@@ -10,29 +10,24 @@ import { withoutSignatures, withoutToken } from './secrets';
 
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
-	'401':
-		'The API key was refused. Check the API key in the Captioning API credentials; a revoked key must be replaced with a new one from the dashboard.',
+	'401': 'Check the API key in the credentials; a revoked key must be replaced with a new one.',
 	'402':
 		'The workspace has insufficient funds or budget for this order. Top up the prepaid balance (or raise the budget) in the captioning dashboard, then run again. No job was created.',
 	'403':
 		'This API key or workspace does not allow the operation. Ordering captions and uploading files need a key with full access; a read-only key can only read jobs, captions and the account.',
-	'404':
-		'Not found in this workspace. Check the id, and that the credentials belong to the workspace that owns it.',
+	'404': 'Not found in this workspace. Check the id, and which workspace the credentials are for.',
 	'409': 'The request conflicts with an earlier one.',
-	'413':
-		'The JSON body is larger than the service accepts (64 KiB). Shorten the glossary, metadata or redaction terms.',
+	'413': 'The JSON body is over 64 KiB. Shorten the glossary, metadata or redaction terms.',
 	'415': 'The service accepts JSON bodies only.',
 	'422': 'The service cannot process this media or order.',
 	'429':
 		'The rate limit was still exceeded after the node waited and retried. Lower the batch size, or add a Wait node between batches.',
-	'503':
-		'The service is temporarily unavailable and stayed so while the node retried. Run again in a little while.',
+	'503': 'The service stayed unavailable while the node retried. Run again in a little while.',
 	once: 'It was not sent again: an order without an Idempotency-Key is never resent, so that it cannot be paid twice. Run again in a little while, or set Idempotency to Automatic.',
 	asked: `The service asked this API key to wait longer than the node holds it (${rateLimitSettings.maxHoldMs / 1000} s), so it was not sent again. Run again after that time.`,
 	'3xx':
 		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
-	'5xx':
-		"The service had an internal error and the node's retries did not get through. Run again in a little while.",
+	'5xx': 'The service had an internal error at every try. Run again in a little while.',
 };
 
 const CODE_ADVICE: Record<string, string> = {
@@ -63,23 +58,15 @@ export function serviceError(response: IN8nHttpFullResponse): ServiceError {
 			// not JSON: the text as it came
 		}
 	}
-	const error =
-		typeof body === 'object' && body !== null && typeof body.error === 'object'
-			? body.error
-			: undefined;
-	let message = typeof error?.message === 'string' ? error.message : '';
-	if (!message) {
-		const text = typeof body === 'string' ? body : '';
-		message =
-			text
-				.replace(/<[^>]*>/g, ' ')
-				.replace(/\s+/g, ' ')
-				.trim()
-				.slice(0, 200) ||
-			(response.statusCode >= 300 && response.statusCode < 400
-				? `Redirect to ${header(response, 'location') || 'another location'} not followed`
-				: `HTTP ${response.statusCode}`);
-	}
+	const error = typeof body === 'object' ? body?.error : undefined;
+	// Without the service's words: the text of the answer without its markup (a proxy's page), or its status.
+	const text = typeof body === 'string' ? body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ') : '';
+	const message =
+		(typeof error?.message === 'string' && error.message) ||
+		text.trim().slice(0, 200) ||
+		(response.statusCode >= 300 && response.statusCode < 400
+			? `Redirect to ${header(response, 'location') || 'another location'} not followed`
+			: `HTTP ${response.statusCode}`);
 	return {
 		httpCode: String(response.statusCode),
 		code: typeof error?.code === 'string' ? error.code : '',
@@ -96,10 +83,9 @@ export function serviceError(response: IN8nHttpFullResponse): ServiceError {
  * holds); without it, the attempts ran out.
  */
 export function describe(e: ServiceError, attempts: number, why?: 'once' | 'asked'): string {
-	const status = Number(e.httpCode);
 	// `why` comes only with a 429 or 5xx that was not sent again (retries.ts).
 	const advice = why
-		? `${status === 429 ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
+		? `${e.httpCode === '429' ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
 		: (CODE_ADVICE[e.code] ??
 			ADVICE[e.httpCode] ??
 			ADVICE[`${e.httpCode[0]}xx`] ??

@@ -3,9 +3,8 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 
 import type { FileBody, Upload } from '../model/types';
 import { header, refuse } from './errors';
-import type { ApiContext } from './index';
 import { apiRequest, sendWithRetries } from './index';
-import type { KeyRateLimits } from './limits';
+import type { ApiContext, Service } from './service';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
 export interface Download {
@@ -18,15 +17,14 @@ const READ_AGAIN = 'Read the job again with Job → Get; if this persists, conta
 /** How many redirects a captions link may lead through. */
 const MAX_REDIRECTS = 5;
 
-const downloadLimits = {
-	/**
-	 * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
-	 * SRT is about 1 MB, so a file past this is no captions of the media.
-	 */
-	bytes: 50 * 1024 * 1024,
-	/** The most bytes of an answer that is not the file (an error, a redirect) read for its message. */
-	answerBytes: 64 * 1024,
-};
+/**
+ * The most bytes one download holds: a file becomes n8n binary data from memory. Twelve hours of
+ * SRT is about 1 MB, so a file past this is no captions of the media.
+ */
+const MAX_FILE_BYTES = 50 * 1024 * 1024;
+
+/** The most bytes of an answer that is not the file (an error, a redirect) read for its message. */
+const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** A streamed answer's body (a Node.js Readable). */
 type Body = AsyncIterable<Buffer> & { destroy(): void };
@@ -65,22 +63,20 @@ export async function downloadFile(
 	name: string,
 	itemIndex?: number,
 ): Promise<Download> {
-	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
+	const service = await serviceOf(ctx, itemIndex);
+	const fail = (message: string, description = READ_AGAIN) =>
+		refuse(ctx, itemIndex, message, description);
 	let link = url;
 	for (let hop = 0; ; hop++) {
 		if (!httpUrl(link))
-			refuse(
-				ctx,
-				itemIndex,
+			fail(
 				'A captions link of the job is not an http(s) URL, so it was not fetched',
 				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
-		const { response, over } = await fetchOnce(ctx, link, baseUrl, rateLimits, itemIndex);
+		const { response, over } = await fetchOnce(ctx, link, service, itemIndex);
 		if (over !== undefined)
-			refuse(
-				ctx,
-				itemIndex,
-				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${downloadLimits.bytes.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
+			fail(
+				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${MAX_FILE_BYTES.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
 				'A caption file becomes n8n binary data from memory, so each download has a cap; twelve hours of subtitles is about 1 MB. Read the job with Job → Get and check its captions links; if this persists, contact the service.',
 			);
 		const location = header(response, 'location');
@@ -90,18 +86,10 @@ export async function downloadFile(
 				contentType: header(response, 'content-type') || 'application/octet-stream',
 			};
 		if (!location)
-			refuse(
-				ctx,
-				itemIndex,
-				`A captions link answered ${response.statusCode} without saying where to go`,
-				READ_AGAIN,
-			);
+			fail(`A captions link answered ${response.statusCode} without saying where to go`);
 		if (hop >= MAX_REDIRECTS)
-			refuse(
-				ctx,
-				itemIndex,
+			fail(
 				`A captions link led through more than ${MAX_REDIRECTS} redirects, so it was not followed further`,
-				READ_AGAIN,
 			);
 		link = new URL(location, link).toString();
 	}
@@ -109,13 +97,12 @@ export async function downloadFile(
 
 /**
  * One hop of a download: with the key under the Base URL, without it elsewhere; a redirect handed
- * back. The body is read as it comes, up to downloadLimits (`over` when the file is past it).
+ * back. The body is read as it comes, up to MAX_FILE_BYTES (`over` when the file is past it).
  */
 async function fetchOnce(
 	ctx: ApiContext,
 	url: string,
-	baseUrl: string,
-	rateLimits: KeyRateLimits,
+	{ baseUrl, rateLimits }: Service,
 	itemIndex?: number,
 ): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
 	const withKey = underBaseUrl(url, baseUrl);
@@ -147,7 +134,7 @@ async function fetchOnce(
 			const file = streamed.statusCode < 300;
 			const bytes = await bytesUpTo(
 				streamed.body as Body,
-				file ? downloadLimits.bytes : downloadLimits.answerBytes,
+				file ? MAX_FILE_BYTES : MAX_ANSWER_BYTES,
 				file ? Number(streamed.headers['content-length'] ?? 0) : 0,
 			);
 			over = file ? bytes.over : undefined;

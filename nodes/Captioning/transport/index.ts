@@ -26,7 +26,7 @@ interface ApiRequestOptions {
 }
 
 /** Answers that do not say whether the request was carried out (shared/DESIGN.md: 500, 502, 504). */
-export const unknownOutcome = (status: number) => status >= 500 && status !== 503;
+const unknownOutcome = (status: number) => status >= 500 && status !== 503;
 
 /** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
 export async function apiRequest<T>(

@@ -71,25 +71,24 @@ export class Limit {
 		if (this.stopSignal.aborted) throw new RunStopped();
 		if (signal?.aborted) throw new Error('Not sent: no longer wanted');
 		await new Promise<void>((go, reject) => {
-			const since = Date.now();
 			const waiting = new AbortController();
 			const onAbort = () => queued.leave(new Error('Not sent: no longer wanted'));
 			const queued: Queued = {
 				rank,
-				go: () => (waiting.abort(), signal?.removeEventListener('abort', onAbort), go()),
+				go: () => (waiting.abort(), go()),
 				leave: (error) => {
 					const at = this.line.indexOf(queued);
 					if (at < 0) return;
 					this.line.splice(at, 1);
 					waiting.abort();
-					signal?.removeEventListener('abort', onAbort);
 					reject(error);
 				},
 			};
-			signal?.addEventListener('abort', onAbort, { once: true });
+			// Once it goes or leaves, `waiting` ends both its deadline and its listener.
+			signal?.addEventListener('abort', onAbort, { once: true, signal: waiting.signal });
 			if (maxWaitMs < Infinity)
 				sleep(maxWaitMs, waiting.signal).then(
-					() => queued.leave(new WaitedTooLong(Date.now() - since)),
+					() => queued.leave(new WaitedTooLong(maxWaitMs)),
 					() => undefined, // it left the line before its deadline
 				);
 			this.line.push(queued);
@@ -117,7 +116,6 @@ export class Limit {
 
 	/** Refuses every request not yet under way; those under way finish. */
 	stop(): void {
-		if (this.stopSignal.aborted) return;
 		this.stopping.abort();
 		for (const queued of [...this.line]) queued.leave(new RunStopped());
 	}

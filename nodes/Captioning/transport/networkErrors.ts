@@ -40,16 +40,10 @@ export function networkError(
 /** A failure and the errors it wraps (n8n wraps the HTTP client's in its own), outermost first. */
 function chain(cause: unknown): IDataObject[] {
 	const levels: IDataObject[] = [];
-	for (
-		let current = cause;
-		levels.length < 6 &&
-		current &&
-		typeof current === 'object' &&
-		!levels.includes(current as IDataObject);
-
-	) {
-		levels.push(current as IDataObject);
-		current = (current as { cause?: unknown }).cause;
+	let level = cause as IDataObject | undefined;
+	while (level && typeof level === 'object' && !levels.includes(level) && levels.length < 6) {
+		levels.push(level);
+		level = level.cause as IDataObject | undefined;
 	}
 	return levels;
 }
@@ -88,7 +82,6 @@ const CERTIFICATE_WORDS: Record<string, string> = {
 	UNABLE_TO_VERIFY_LEAF_SIGNATURE:
 		'was issued by an authority n8n does not trust (or the server leaves out its intermediate certificates)',
 	UNABLE_TO_GET_ISSUER_CERT: 'was issued by an authority n8n does not know',
-	UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'was issued by an authority n8n does not know',
 	ERR_TLS_CERT_ALTNAME_INVALID: 'is for another host name',
 	CERT_REVOKED: 'was revoked',
 	CERT_UNTRUSTED: 'is not trusted',
@@ -97,14 +90,10 @@ const CERTIFICATE_WORDS: Record<string, string> = {
 
 /** The code of a certificate the connection refused (through n8n's wrappers, or in its words on 1.x), if that is the failure. */
 export function certificateProblem(cause: unknown): string | undefined {
-	for (const level of chain(cause)) {
-		for (const value of [level.code, level.httpCode, level.message]) {
-			if (typeof value !== 'string') continue;
-			const code = Object.keys(CERTIFICATE_WORDS).find((c) => value === c || value.includes(c));
-			if (code) return code;
-		}
-	}
-	return undefined;
+	const said = chain(cause).flatMap((level) => [level.code, level.httpCode, level.message]);
+	return Object.keys(CERTIFICATE_WORDS).find((code) =>
+		said.some((value) => typeof value === 'string' && value.includes(code)),
+	);
 }
 
 /** A connection the server's certificate ended: nothing was sent, and a retry would meet the same. */
@@ -130,14 +119,12 @@ export function notSentError(
 	{ target, itemIndex }: Unanswered,
 ): NodeApiError {
 	const levels = chain(cause);
-	// The innermost words are n8n's own (its wrappers repeat or generalise them).
-	const inner = [...levels]
-		.reverse()
-		.find((level) => typeof level.message === 'string' && level.message !== '');
-	const said = inner ? String(inner.message) : 'an error without a message';
-	const advice = levels
-		.map((level) => level.description)
-		.find((d): d is string => typeof d === 'string' && d !== '');
+	/** What the levels say under `key`, outermost first. */
+	const words = (key: 'message' | 'description') =>
+		levels.map((level) => level[key]).filter((w): w is string => typeof w === 'string' && w !== '');
+	// The innermost message is n8n's own (its wrappers repeat or generalise it).
+	const said = words('message').at(-1) ?? 'an error without a message';
+	const advice = words('description')[0];
 	const policy = refusedByN8n(cause);
 	return unanswered(
 		node,

@@ -40,7 +40,7 @@ const RETRY = {
  */
 export const KEY_RELIED_ON_MS = RETRY.maxTurnWaitMs;
 
-export interface SendOptions extends Unanswered {
+interface SendOptions extends Unanswered {
 	/** May a failed attempt be sent again? False for a POST /jobs without Idempotency-Key. */
 	retryable: boolean;
 	/** The key's limit it counts against, its reads or its writes (none for a storage host). */

@@ -23,10 +23,8 @@ export function withoutToken(url: string): string {
 export function hideSecrets(body: unknown): void {
 	const object = body as IDataObject | undefined;
 	if (!object || typeof object !== 'object') return;
-	if (object.object === 'list' && Array.isArray(object.data)) {
+	if (object.object === 'list' && Array.isArray(object.data))
 		for (const job of object.data) hideSecrets(job);
-		return;
-	}
 	if (object.object !== 'job') return;
 	const media = object.media as IDataObject | undefined;
 	if (media && typeof media.url === 'string') media.url = withoutSignatures(media.url);

@@ -1,23 +1,13 @@
 // Who the credentials name: the service's checked Base URL and the rate limits of their key there.
-import type {
-	IExecuteFunctions,
-	IHookFunctions,
-	ILoadOptionsFunctions,
-	IPollFunctions,
-	IWebhookFunctions,
-} from 'n8n-workflow';
+import type { IAllExecuteFunctions } from 'n8n-workflow';
 import { createHash } from 'node:crypto';
 
 import type { KeyRateLimits } from './limits';
 import { rateLimitsFor } from './limits';
 import { refuse } from './errors';
 
-export type ApiContext =
-	| IExecuteFunctions
-	| IHookFunctions
-	| IWebhookFunctions
-	| ILoadOptionsFunctions
-	| IPollFunctions;
+/** Any n8n context a node runs in: each may send through the transport. */
+export type ApiContext = IAllExecuteFunctions;
 
 export const CREDENTIAL_NAME = 'captioningApi';
 
@@ -29,7 +19,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 }
 
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
-interface Service {
+export interface Service {
 	baseUrl: string;
 	rateLimits: KeyRateLimits;
 }
@@ -94,16 +84,13 @@ export function httpUrl(text: string): URL | undefined {
  * the API key: elsewhere on the same host (another API, the host's admin pages) it is not sent.
  */
 export function underBaseUrl(url: string, baseUrl: string): boolean {
-	try {
-		const target = new URL(url);
-		const base = new URL(baseUrl);
-		return (
-			target.origin === base.origin &&
-			target.username === '' &&
-			target.password === '' &&
-			target.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/`)
-		);
-	} catch {
-		return false;
-	}
+	const target = httpUrl(url);
+	const base = httpUrl(baseUrl);
+	if (!target || !base) return false;
+	return (
+		target.origin === base.origin &&
+		target.username === '' &&
+		target.password === '' &&
+		target.pathname.startsWith(`${base.pathname.replace(/\/+$/, '')}/`)
+	);
 }
