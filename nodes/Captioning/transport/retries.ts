@@ -53,13 +53,11 @@ export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
 	return 'getExecutionCancelSignal' in ctx ? ctx.getExecutionCancelSignal() : undefined;
 }
 
+/** Retry-After in ms: the service gives seconds (shared/DESIGN.md). */
 function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
 	const raw = header(response, 'retry-after');
-	if (raw === '') return undefined;
-	const seconds = Number(raw);
-	if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-	const date = Date.parse(raw);
-	return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+	const seconds = raw === '' ? NaN : Number(raw);
+	return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
 /** Exponential backoff with "equal jitter": half fixed, half random, so parallel items spread out. */
