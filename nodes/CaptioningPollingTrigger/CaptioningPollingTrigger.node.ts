@@ -84,12 +84,10 @@ export class CaptioningPollingTrigger implements INodeType {
 			// The state moves on only with the execution: n8n saves static data when a poll returns items.
 			Object.assign(state, next);
 			if (!due.length) return null;
-			// The bounds polls reached go with the execution, which shows them as hints.
+			// The bounds polls reached go with the execution, in an item of their own, shown as hints.
 			const items = due.map(eventItem);
-			if (state.notices?.length) {
-				items[0].json[NOTICES] = state.notices;
-				state.notices = [];
-			}
+			if (state.notices?.length) items.push({ json: { [NOTICES]: state.notices } });
+			state.notices = [];
 			return [items];
 		} finally {
 			pollsUnderWay.delete(key);
@@ -103,26 +101,23 @@ export class CaptioningPollingTrigger implements INodeType {
 	 * poll()), the latest finished job that fits.
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
-		let items = this.getInputData().filter((item) => item.json.object === 'job');
-		const notices = (items[0]?.json[NOTICES] as string[] | undefined) ?? [];
-		if (notices.length) {
-			// n8n 1.x and 2.x show hints above the output (nothing where n8n has none).
-			this.addExecutionHints?.(...notices.map(hintOf));
-			items[0] = { ...items[0], json: { ...items[0].json } };
-			delete items[0].json[NOTICES];
-		}
+		const input = this.getInputData();
+		const notices = input.flatMap((item) => (item.json[NOTICES] as string[] | undefined) ?? []);
+		// n8n 1.x and 2.x show hints above the output (nothing where n8n has none).
+		this.addExecutionHints?.(...notices.map(hintOf));
+		let items = input.filter((item) => item.json.object === 'job');
 		if (items.length === 0 && this.getMode() === 'manual')
 			items = [eventItem(await latestFinished(this))];
+		items = items.map((item, i) => ({ ...item, pairedItem: { item: i } }));
 		const attach = attachSettings(this);
-		if (!attach) return [items.map((item, i) => ({ ...item, pairedItem: { item: i } }))];
-		return [await withCaptions(this, items, attach)];
+		return [attach ? await withCaptions(this, items, attach) : items];
 	}
 }
 
 /** Polls under way in this process, by workflow and node (see poll()). */
 const pollsUnderWay = new Set<string>();
 
-/** Where a poll's item carries the bounds reached to the execution (taken off there, shown as hints). */
+/** The field of the item that carries the bounds polls reached to the execution (shown there as hints). */
 const NOTICES = 'poll_notices';
 const hintOf = (message: string) => ({ message, type: 'warning', location: 'outputPane' }) as const;
 

@@ -25,13 +25,11 @@ export function errorItem(
 	error: NodeError,
 	itemIndex: number,
 ): INodeExecutionData {
-	const details: IDataObject = {};
-	if (error.description) details.description = error.description;
 	const { code, param, requestId } = error.context as IDataObject;
-	if (error instanceof NodeApiError && error.httpCode) details.httpCode = error.httpCode;
-	if (code) details.code = code;
-	if (param) details.param = param;
-	if (requestId) details.requestId = requestId;
+	const httpCode = error instanceof NodeApiError ? error.httpCode : undefined;
+	const given = { description: error.description, httpCode, code, param, requestId };
+	// Only the details the error has.
+	const details = Object.fromEntries(Object.entries(given).filter(([, value]) => value));
 	const json: IDataObject =
 		ctx.getNode().onError === 'continueErrorOutput'
 			? { error: { message: error.message, ...details } }

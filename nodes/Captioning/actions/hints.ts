@@ -4,7 +4,6 @@ import type { IExecuteFunctions, INodeExecutionData, NodeExecutionHint } from 'n
 
 import { TEXT_CHARS } from '../captions';
 import { IN_PLACE_POLL_S } from '../waiting/webhook';
-import type { RunNotes } from './runState';
 import { runStateOf } from './runState';
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
@@ -33,7 +32,19 @@ export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[])
 			location: 'outputPane',
 		});
 	}
-	if (runNotes.webhookInPlace) hints.push(inPlaceHint(runNotes.webhookInPlace));
+	if (runNotes.webhookInPlace) {
+		// Why On Webhook checked the jobs here, as Poll does, instead of sleeping until the events.
+		const why = {
+			subWorkflow:
+				"this workflow ran as a sub-workflow, and n8n 1.x hands a parent that waits for it its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.",
+			elsewhere:
+				'some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution.',
+		}[runNotes.webhookInPlace];
+		hints.push({
+			message: `On Webhook waited here by checking the jobs every ${IN_PLACE_POLL_S} s, as Poll does: ${why}`,
+			location: 'outputPane',
+		});
+	}
 	if (runNotes.wholeHistory) {
 		const { read, matched } = runNotes.wholeHistory;
 		hints.push({
@@ -41,20 +52,5 @@ export function showHints(ctx: IExecuteFunctions, outputs: INodeExecutionData[])
 			location: 'outputPane',
 		});
 	}
-	if (hints.length > 0 && typeof ctx.addExecutionHints === 'function')
-		ctx.addExecutionHints(...hints);
-}
-
-/** Why On Webhook checked the jobs here, as Poll does, instead of sleeping until the events. */
-function inPlaceHint(reason: NonNullable<RunNotes['webhookInPlace']>): NodeExecutionHint {
-	const why = {
-		subWorkflow:
-			"this workflow ran as a sub-workflow, and n8n 1.x hands a parent that waits for it its own input back when a sub-workflow resumes from a webhook. For a wait that survives restarts, order with Don't Wait and store the captions from a Captioning Trigger workflow.",
-		elsewhere:
-			'some orders replayed jobs an earlier execution of this workflow ordered with On Webhook, so their events go to that execution.',
-	}[reason];
-	return {
-		message: `On Webhook waited here by checking the jobs every ${IN_PLACE_POLL_S} s, as Poll does: ${why}`,
-		location: 'outputPane',
-	};
+	ctx.addExecutionHints?.(...hints);
 }

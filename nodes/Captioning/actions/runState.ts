@@ -17,8 +17,6 @@ export interface RunNotes {
 
 /** What the operations of one node run share: the waiter, the run's orders, the jobs ordered so far, its notes. */
 class RunState {
-	readonly waiter: JobWaiter;
-	readonly orders: RunOrders;
 	/** Item index → job id, for every order the service accepted in this run. */
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
@@ -29,10 +27,10 @@ class RunState {
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;
 
-	constructor(ctx: IExecuteFunctions) {
-		this.waiter = new JobWaiter(ctx);
-		this.orders = new RunOrders(ctx);
-	}
+	constructor(
+		readonly waiter: JobWaiter,
+		readonly orders: RunOrders,
+	) {}
 }
 
 const runStates = new WeakMap<object, RunState>();
@@ -40,7 +38,7 @@ const runStates = new WeakMap<object, RunState>();
 /** The batch of this node run (one is made for a run outside the router, e.g. in a test). */
 export function runStateOf(ctx: IExecuteFunctions): RunState {
 	let batch = runStates.get(ctx);
-	if (!batch) runStates.set(ctx, (batch = new RunState(ctx)));
+	if (!batch) runStates.set(ctx, (batch = new RunState(new JobWaiter(ctx), new RunOrders(ctx))));
 	return batch;
 }
 

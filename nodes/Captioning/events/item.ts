@@ -45,10 +45,7 @@ export async function withCaptions(
 	runConcurrency.set(ctx, runLimit(ctx, DEFAULT_CONCURRENCY));
 	return await Promise.all(
 		items.map(async (input, i) => {
-			const item: INodeExecutionData = {
-				json: { ...input.json },
-				pairedItem: input.pairedItem ?? { item: i },
-			};
+			const item: INodeExecutionData = { ...input, json: { ...input.json } };
 			if (item.json.event_type !== 'job.completed') return item;
 			let failed: Array<{ format: string; error: Error }>;
 			try {

@@ -338,11 +338,7 @@ const properties: INodeProperties[] = [
 				value: 'custom',
 				description: 'Your own key, e.g. the Drive file ID: this node orders each key once',
 			},
-			{
-				name: 'None',
-				value: 'none',
-				description: 'No key: every run orders and charges again',
-			},
+			{ name: 'None', value: 'none', description: 'No key: every run orders and charges again' },
 		],
 		default: 'auto',
 		description: 'How a repeated order is kept from creating a second job and a second charge',
@@ -484,12 +480,11 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 			? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string)
 			: undefined;
 	const wait = waitOf(this, i);
-	const order: Order = { body, ...media, idempotency, customKey, ...wait };
 	if (wait.wait === 'webhook') {
 		body.webhook_url = resumeUrlFor(this, i, body);
 		runStateOf(this).webhookTimeouts.set(i, wait.timeout);
 	}
-	return order;
+	return { body, ...media, idempotency, customKey, ...wait };
 }
 
 /** An S3 Object's HEAD, for every item before the first order of the batch. */

@@ -39,11 +39,9 @@ export const jobIdField: INodeProperties = {
 	],
 };
 
-const properties: INodeProperties[] = [jobIdField];
-
 export const description = updateDisplayOptions(
 	{ show: { resource: ['job'], operation: ['get'] } },
-	properties,
+	[jobIdField],
 );
 
 /** The item's job ID (from the list or by ID); refuses an empty one. */

@@ -101,11 +101,9 @@ export async function execute(this: IExecuteFunctions, i: number): Promise<INode
 		if (found.length >= limit) break;
 	}
 	if (filtered && found.length < limit) {
-		const { notes } = runStateOf(this);
-		notes.wholeHistory = {
-			read: (notes.wholeHistory?.read ?? 0) + read,
-			matched: (notes.wholeHistory?.matched ?? 0) + found.length,
-		};
+		const wholeHistory = (runStateOf(this).notes.wholeHistory ??= { read: 0, matched: 0 });
+		wholeHistory.read += read;
+		wholeHistory.matched += found.length;
 	}
 	return found.slice(0, limit).map((job) => ({ json: job as unknown as IDataObject }));
 }

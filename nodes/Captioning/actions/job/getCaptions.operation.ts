@@ -1,9 +1,4 @@
-import type {
-	IDataObject,
-	IExecuteFunctions,
-	INodeExecutionData,
-	INodeProperties,
-} from 'n8n-workflow';
+import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
 import { concurrencyField } from '../runState';
@@ -18,17 +13,9 @@ import {
 import { readJob } from '../../transport/jobs';
 import { getJobId, jobIdField } from './get.operation';
 
-const properties: INodeProperties[] = [
-	jobIdField,
-	formatsField,
-	captionsAsField,
-	concurrencyField,
-	binaryPropertyNameField,
-];
-
 export const description = updateDisplayOptions(
 	{ show: { resource: ['job'], operation: ['getCaptions'] } },
-	properties,
+	[jobIdField, formatsField, captionsAsField, concurrencyField, binaryPropertyNameField],
 );
 
 /** The caption settings and the job ID, both checked before any request. */

@@ -1,4 +1,4 @@
-import type { IExecuteFunctions, INodeExecutionData, INodeProperties } from 'n8n-workflow';
+import type { IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { updateDisplayOptions } from 'n8n-workflow';
 
 import { concurrencyField } from '../runState';
@@ -6,11 +6,9 @@ import type { InputFile } from '../../media/binary';
 import { inputFileField, readInputFile } from '../../media/binary';
 import { uploadFile } from '../../transport/files';
 
-const properties: INodeProperties[] = [inputFileField, concurrencyField];
-
 export const description = updateDisplayOptions(
 	{ show: { resource: ['upload'], operation: ['create'] } },
-	properties,
+	[inputFileField, concurrencyField],
 );
 
 /** Finds the file and checks its size: nothing is sent yet. */
