@@ -94,10 +94,8 @@ export class Limit {
 			this.line.push(queued);
 			this.grant();
 		});
-		let given = false;
+		// Each taker gives its place back once.
 		return () => {
-			if (given) return;
-			given = true;
 			this.active -= 1;
 			if (this.grantLater) void sleep(0).then(() => this.grant());
 			else this.grant();
