@@ -19,7 +19,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 }
 
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
-export interface Service {
+interface Service {
 	baseUrl: string;
 	rateLimits: KeyRateLimits;
 }
