@@ -44,7 +44,8 @@ interface Queued {
 export class Limit {
 	private active = 0;
 	private readonly line: Queued[] = [];
-	private heldUntil = 0;
+	/** No place is given before then (a 429's hold: RateLimit). */
+	protected heldUntil = 0;
 	private holding = false;
 	private readonly stopping = new AbortController();
 	/** Fires when the places stop: every request still waiting leaves the line. */
@@ -107,11 +108,6 @@ export class Limit {
 		return this.active === 0 && this.line.length === 0 && this.heldUntil <= Date.now();
 	}
 
-	/** No place is given until `ms` from now (a longer hold stands). */
-	hold(ms: number): void {
-		this.heldUntil = Math.max(this.heldUntil, Date.now() + ms);
-	}
-
 	/** Refuses every request not yet under way; those under way finish. */
 	stop(): void {
 		this.stopping.abort();
@@ -160,9 +156,13 @@ export class RateLimit extends Limit {
 		super(rateLimitSettings.inFlight);
 	}
 
-	/** What the service answered: a 429 holds the limit for its Retry-After, unless that is over the cap. */
+	/**
+	 * What the service answered: a 429 holds the limit for its Retry-After (a longer hold stands),
+	 * unless that is over the cap.
+	 */
 	observe(status: number, retryAfterMs = 1000): void {
-		if (status === 429 && retryAfterMs <= rateLimitSettings.maxHoldMs) this.hold(retryAfterMs);
+		if (status === 429 && retryAfterMs <= rateLimitSettings.maxHoldMs)
+			this.heldUntil = Math.max(this.heldUntil, Date.now() + retryAfterMs);
 	}
 }
 
