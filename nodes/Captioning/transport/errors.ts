@@ -8,6 +8,7 @@ import type { ServiceError } from '../model/types';
 import { rateLimitSettings } from './limits';
 import { withoutSignatures, withoutToken } from './secrets';
 
+/** What to do, by the service's error code, the HTTP status (or its class), or why it was not sent again. */
 const ADVICE: Record<string, string> = {
 	'400': 'The service refused the request. Fix the field it names and run again.',
 	'401': 'Check the API key in the credentials; a revoked key must be replaced with a new one.',
@@ -28,9 +29,6 @@ const ADVICE: Record<string, string> = {
 	'3xx':
 		'The server answered with a redirect, which the node does not follow, so that files and the API key go only where the service said. Check the Base URL (or ask the service why the upload URL redirects).',
 	'5xx': 'The service had an internal error at every try. Run again in a little while.',
-};
-
-const CODE_ADVICE: Record<string, string> = {
 	idempotency_conflict:
 		'This Idempotency-Key was already used for a different order, so the service refused to create a second one. Use a new key, or set Idempotency to Automatic.',
 };
@@ -86,7 +84,7 @@ export function describe(e: ServiceError, attempts: number, why?: 'once' | 'aske
 	// `why` comes only with a 429 or 5xx that was not sent again (retries.ts).
 	const advice = why
 		? `${e.httpCode === '429' ? 'The service answered 429 (rate limit).' : 'The service was busy.'} ${ADVICE[why]}`
-		: (CODE_ADVICE[e.code] ??
+		: (ADVICE[e.code] ??
 			ADVICE[e.httpCode] ??
 			ADVICE[`${e.httpCode[0]}xx`] ??
 			'The service refused the request.');

@@ -4,7 +4,7 @@ import type { IHttpRequestOptions, IN8nHttpFullResponse } from 'n8n-workflow';
 import type { FileBody, Upload } from '../model/types';
 import { header, refuse } from './errors';
 import { apiRequest, sendWithRetries } from './index';
-import type { ApiContext, Service } from './service';
+import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
 export interface Download {
@@ -63,7 +63,6 @@ export async function downloadFile(
 	name: string,
 	itemIndex?: number,
 ): Promise<Download> {
-	const service = await serviceOf(ctx, itemIndex);
 	const fail = (message: string, description = READ_AGAIN) =>
 		refuse(ctx, itemIndex, message, description);
 	let link = url;
@@ -73,7 +72,7 @@ export async function downloadFile(
 				'A captions link of the job is not an http(s) URL, so it was not fetched',
 				`The service lists captions as http(s) links. ${READ_AGAIN}`,
 			);
-		const { response, over } = await fetchOnce(ctx, link, service, itemIndex);
+		const { response, over } = await fetchOnce(ctx, link, itemIndex);
 		if (over !== undefined)
 			fail(
 				`${name} are ${over.toLocaleString('en-US')} bytes or more, over the ${MAX_FILE_BYTES.toLocaleString('en-US')} bytes one download may hold, so they were not downloaded`,
@@ -102,9 +101,9 @@ export async function downloadFile(
 async function fetchOnce(
 	ctx: ApiContext,
 	url: string,
-	{ baseUrl, rateLimits }: Service,
 	itemIndex?: number,
 ): Promise<{ response: IN8nHttpFullResponse; over?: number }> {
+	const { baseUrl, rateLimits } = await serviceOf(ctx, itemIndex);
 	const withKey = underBaseUrl(url, baseUrl);
 	const request: IHttpRequestOptions = {
 		method: 'GET',

@@ -25,9 +25,6 @@ interface ApiRequestOptions {
 	onUnknownOutcome?: () => void;
 }
 
-/** Answers that do not say whether the request was carried out (shared/DESIGN.md: 500, 502, 504). */
-const unknownOutcome = (status: number) => status >= 500 && status !== 503;
-
 /** A request to {base_url}{path} with the API key; returns the 2xx response or throws NodeApiError. */
 export async function apiRequest<T>(
 	ctx: ApiContext,
@@ -63,8 +60,9 @@ export async function apiRequest<T>(
 			});
 			// Heard before the caller sees the outcome (the first reaction to the attempt).
 			attempt.then(
-				(response: IN8nHttpFullResponse) => {
-					if (unknownOutcome(response.statusCode)) options.onUnknownOutcome?.();
+				({ statusCode }: IN8nHttpFullResponse) => {
+					// 500, 502 and 504 do not say whether the request was carried out (shared/DESIGN.md).
+					if (statusCode >= 500 && statusCode !== 503) options.onUnknownOutcome?.();
 				},
 				(error: unknown) => {
 					if (mayHaveReached(error)) options.onUnknownOutcome?.();

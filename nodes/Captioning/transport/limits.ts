@@ -44,7 +44,8 @@ interface Queued {
 export class Limit {
 	private active = 0;
 	private readonly line: Queued[] = [];
-	private heldUntil = 0;
+	/** No place is given before then (a 429's hold: RateLimit). */
+	protected heldUntil = 0;
 	private holding = false;
 	private readonly stopping = new AbortController();
 	/** Fires when the places stop: every request still waiting leaves the line. */
@@ -94,10 +95,8 @@ export class Limit {
 			this.line.push(queued);
 			this.grant();
 		});
-		let given = false;
+		// Each taker gives its place back once.
 		return () => {
-			if (given) return;
-			given = true;
 			this.active -= 1;
 			if (this.grantLater) void sleep(0).then(() => this.grant());
 			else this.grant();
@@ -107,11 +106,6 @@ export class Limit {
 	/** Nothing under way, nothing waiting, no hold. */
 	idle(): boolean {
 		return this.active === 0 && this.line.length === 0 && this.heldUntil <= Date.now();
-	}
-
-	/** No place is given until `ms` from now (a longer hold stands). */
-	hold(ms: number): void {
-		this.heldUntil = Math.max(this.heldUntil, Date.now() + ms);
 	}
 
 	/** Refuses every request not yet under way; those under way finish. */
@@ -162,9 +156,13 @@ export class RateLimit extends Limit {
 		super(rateLimitSettings.inFlight);
 	}
 
-	/** What the service answered: a 429 holds the limit for its Retry-After, unless that is over the cap. */
+	/**
+	 * What the service answered: a 429 holds the limit for its Retry-After (a longer hold stands),
+	 * unless that is over the cap.
+	 */
 	observe(status: number, retryAfterMs = 1000): void {
-		if (status === 429 && retryAfterMs <= rateLimitSettings.maxHoldMs) this.hold(retryAfterMs);
+		if (status === 429 && retryAfterMs <= rateLimitSettings.maxHoldMs)
+			this.heldUntil = Math.max(this.heldUntil, Date.now() + retryAfterMs);
 	}
 }
 

@@ -53,13 +53,6 @@ export function cancelSignal(ctx: ApiContext): AbortSignal | undefined {
 	return 'getExecutionCancelSignal' in ctx ? ctx.getExecutionCancelSignal() : undefined;
 }
 
-/** Retry-After in ms: the service gives seconds (shared/DESIGN.md). */
-function retryAfterMs(response: IN8nHttpFullResponse): number | undefined {
-	const raw = header(response, 'retry-after');
-	const seconds = raw === '' ? NaN : Number(raw);
-	return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
-}
-
 /** Exponential backoff with "equal jitter": half fixed, half random, so parallel items spread out. */
 function backoffMs(attempt: number): number {
 	const ceiling = Math.min(RETRY.maxDelayMs, RETRY.baseDelayMs * 2 ** (attempt - 1));
@@ -135,8 +128,11 @@ class Attempts {
 	afterAnswer(response: IN8nHttpFullResponse, attempt: number): number | undefined {
 		const { ctx, options } = this;
 		const status = response.statusCode;
-		const retryAfter = retryAfterMs(response);
-		// A 429 holds the key's limit for every request (places.ts).
+		// Retry-After in ms: the service gives seconds (shared/DESIGN.md).
+		const raw = header(response, 'retry-after');
+		const seconds = raw === '' ? NaN : Number(raw);
+		const retryAfter = Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+		// A 429 holds the key's limit for every request (limits.ts).
 		options.rateLimit?.observe(status, retryAfter);
 		if (options.keep ? options.keep(status) : status >= 200 && status < 300) return undefined;
 		const fail = (why?: 'once' | 'asked') => {

@@ -19,31 +19,18 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 }
 
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
-export interface Service {
+interface Service {
 	baseUrl: string;
 	rateLimits: KeyRateLimits;
 }
 
-const services = new WeakMap<object, Map<number, Promise<Service>>>();
-
 /**
  * The credentials' Base URL, checked and without a trailing slash, and the rate limits shared by
  * every request with the same key at that Base URL (found by a digest of both: the key is not kept).
- * Read once per node run and item.
+ * Read for each request, as n8n's authenticated request reads the credentials: a run that outlives
+ * an idle key's limits shares the ones the runs after it use.
  */
 export async function serviceOf(ctx: ApiContext, itemIndex = 0): Promise<Service> {
-	let byItem = services.get(ctx);
-	if (!byItem) services.set(ctx, (byItem = new Map()));
-	let service = byItem.get(itemIndex);
-	if (!service) {
-		service = readService(ctx, itemIndex);
-		byItem.set(itemIndex, service);
-		service.catch(() => byItem.delete(itemIndex));
-	}
-	return await service;
-}
-
-async function readService(ctx: ApiContext, itemIndex: number): Promise<Service> {
 	const credentials = await ctx.getCredentials(CREDENTIAL_NAME, itemIndex);
 	const baseUrl = baseUrlOf(credentials);
 	if (!httpUrl(baseUrl)?.pathname.endsWith('/v1'))
