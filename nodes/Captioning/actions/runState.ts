@@ -21,8 +21,8 @@ class RunState {
 	readonly ordered = new Map<number, string>();
 	/** Which repeats replay those orders (each Idempotency choice of the run says its own). */
 	readonly replays = new Set<string>();
-	/** On Webhook: each item's Timeout (minutes). */
-	readonly webhookTimeouts = new Map<number, number>();
+	/** On Webhook: the longest Timeout of the run's orders (minutes). */
+	webhookTimeout = 0;
 	readonly notes: RunNotes = {};
 	/** What runs once every item is done, with the run's outputs (On Webhook: sleep until the events). */
 	afterRun?: (outputs: INodeExecutionData[]) => Promise<void>;

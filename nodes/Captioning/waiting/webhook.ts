@@ -46,14 +46,14 @@ const isJob = (json: IDataObject) => json.object === 'job' && typeof json.id ===
 /**
  * On Webhook, once every item of the run is ordered: nothing to wait for when every job is final
  * (a repeat of orders that finished). Otherwise the execution sleeps until the events, as long as
- * the longest Timeout, with the run's items in place of its input.
+ * `timeoutMinutes` (the longest Timeout), with the run's items in place of its input.
  */
 export async function waitForJobs(
 	ctx: IExecuteFunctions,
 	outputs: INodeExecutionData[],
-	timeouts: Map<number, number>,
+	timeoutMinutes: number,
 ): Promise<void> {
 	if (!outputs.some((item) => isJob(item.json) && !isFinal(item.json as unknown as Job))) return;
 	ctx.getExecuteData().data.main = [outputs];
-	await ctx.putExecutionToWait(new Date(Date.now() + Math.max(...timeouts.values()) * 60000));
+	await ctx.putExecutionToWait(new Date(Date.now() + timeoutMinutes * 60000));
 }

@@ -480,10 +480,7 @@ export async function prepare(this: IExecuteFunctions, i: number): Promise<Order
 			? checkCustomKey(this, i, this.getNodeParameter('idempotencyKey', i) as string)
 			: undefined;
 	const wait = waitOf(this, i);
-	if (wait.wait === 'webhook') {
-		body.webhook_url = resumeUrlFor(this, i, body);
-		runStateOf(this).webhookTimeouts.set(i, wait.timeout);
-	}
+	if (wait.wait === 'webhook') body.webhook_url = resumeUrlFor(this, i, body);
 	return { body, ...media, idempotency, customKey, ...wait };
 }
 
@@ -509,7 +506,9 @@ export async function execute(
 		job = await batch.waiter.wait(job, i, IN_PLACE_POLL_S, order.timeout).catch(() => job);
 	}
 	// Once every item is ordered: the execution sleeps until the events say all jobs are final.
-	if (order.wait === 'webhook')
-		batch.afterRun ??= async (outputs) => await waitForJobs(this, outputs, batch.webhookTimeouts);
+	if (order.wait === 'webhook') {
+		batch.webhookTimeout = Math.max(batch.webhookTimeout, order.timeout);
+		batch.afterRun ??= async (outputs) => await waitForJobs(this, outputs, batch.webhookTimeout);
+	}
 	return [{ json: { ...(job as unknown as IDataObject), idempotent_replayed: placed.replayed } }];
 }
