@@ -56,18 +56,14 @@ function answersOf(ctx: IExecuteFunctions): Answers {
  * final job on them kept for the others; then its own job by its id, if the pages did not hold it.
  */
 async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
-	const keep = (listed: Job) => {
+	const wanted = [...shared.waiting.values()];
+	const maxPages = Math.min(wanted.length, MAX_PAGES);
+	const seen = (listed: Job) => {
 		if (isFinal(listed)) shared.recent.set(listed.id, { job: listed, at: Date.now() });
 	};
-	const wanted = [...shared.waiting.values()];
 	try {
 		const listed =
-			wanted.length > 1
-				? await listedJobs(ctx, wanted, {
-						seen: keep,
-						maxPages: Math.min(wanted.length, MAX_PAGES),
-					})
-				: undefined;
+			wanted.length > 1 ? await listedJobs(ctx, wanted, { seen, maxPages }) : undefined;
 		return listed?.get(job.id) ?? (await readJob(ctx, job.id));
 	} catch (error) {
 		return error as Error;
