@@ -1,6 +1,6 @@
 // The house's rules, read from the code's imports (CONTRIBUTING, "Layout"): every import runs down
 // the floors, the triggers never load the order engine or a waiter, no file is over 300 lines
-// (a panel's property list aside), and no two files share a name.
+// (a panel's property list aside), no two files share a name, and the code stays within its size.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
@@ -152,4 +152,12 @@ test('README.md stays at most 250 lines: the rest lives in docs/', () => {
 	expect(
 		readFileSync(path.join(root, 'README.md'), 'utf8').trimEnd().split('\n').length,
 	).toBeLessThanOrEqual(250);
+});
+
+test('nodes/ and credentials/ hold at most 4,600 lines of code (comments and blank lines aside)', () => {
+	const code = shipped
+		.filter((file) => file.endsWith('.ts'))
+		.flatMap((file) => readFileSync(path.join(root, file), 'utf8').split('\n'))
+		.filter((line) => !/^\s*(\/\/|\*|\/\*)/.test(line) && !/^\s*$/.test(line));
+	expect(code.length).toBeLessThanOrEqual(4600);
 });
