@@ -154,6 +154,14 @@ test('README.md stays at most 250 lines: the rest lives in docs/', () => {
 	).toBeLessThanOrEqual(250);
 });
 
+test('README.md and docs/ stay at most 700 lines together: say less, not more', () => {
+	const docs = ['README.md', ...files('docs', /\.md$/)];
+	const lines = docs.map((file) =>
+		readFileSync(path.join(root, file), 'utf8').trimEnd().split('\n'),
+	);
+	expect(lines.flat().length).toBeLessThanOrEqual(700);
+});
+
 test('nodes/ and credentials/ hold at most 4,600 lines of code (comments and blank lines aside)', () => {
 	const code = shipped
 		.filter((file) => file.endsWith('.ts'))
