@@ -156,10 +156,9 @@ test('README.md stays at most 250 lines: the rest lives in docs/', () => {
 
 test('README.md and docs/ stay at most 700 lines together: say less, not more', () => {
 	const docs = ['README.md', ...files('docs', /\.md$/)];
-	const lines = docs.map((file) =>
-		readFileSync(path.join(root, file), 'utf8').trimEnd().split('\n'),
-	);
-	expect(lines.flat().length).toBeLessThanOrEqual(700);
+	// Counted as `cat README.md docs/*.md | wc -l` counts them: line ends.
+	const text = docs.map((file) => readFileSync(path.join(root, file), 'utf8')).join('');
+	expect(text.split('\n').length - 1).toBeLessThanOrEqual(700);
 });
 
 test('nodes/ and credentials/ hold at most 4,600 lines of code (comments and blank lines aside)', () => {
