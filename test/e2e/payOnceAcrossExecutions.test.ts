@@ -15,7 +15,7 @@ import type { N8n } from '../real/instance';
 import type { Execution } from '../real/executions';
 import { executionsApi } from '../real/executions';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
-import { template, templateFile } from '../real/workflows';
+import { s3TemplateCredentials, s3TemplateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningPayOnce';
@@ -134,35 +134,6 @@ function binaryWorkflow(
 	});
 }
 
-/**
- * The S3 template as a user imports it, with credentials picked and its bucket the local server's.
- * Its Schedule Trigger becomes a Manual Trigger: n8n's CLI runs only workflows that start with one;
- * every node after it is the template's own.
- */
-function s3Template(s3: S3Server): string {
-	return templateFile(
-		template('s3-captions', { 'YOUR-BUCKET': s3.bucket }, ({ nodes }) => {
-			for (const n of nodes) {
-				if (n.type === 'n8n-nodes-base.scheduleTrigger')
-					Object.assign(n, {
-						type: 'n8n-nodes-base.manualTrigger',
-						typeVersion: 1,
-						parameters: {},
-					});
-				if (n.type === 'n8n-nodes-base.awsS3')
-					n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
-				if (n.type.startsWith('n8n-nodes-captioning.'))
-					n.credentials = { captioningApi: { id: CREDENTIAL_ID, name: 'Captioning account' } };
-				if (n.type === 'n8n-nodes-captioning.captioning')
-					Object.assign(n.credentials!, {
-						captioningS3Api: { id: 's3Media', name: 'Local S3 media' },
-					});
-			}
-		}),
-		'wfPayS3Template',
-	);
-}
-
 describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 	let n8n: N8n;
 	let sb: Sandbox;
@@ -276,34 +247,10 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 					),
 				]);
 			}
-			n8n.importCredentials([
-				{
-					id: 'awsLocal',
-					name: 'Local S3',
-					type: 'aws',
-					data: {
-						region: 'us-east-1',
-						accessKeyId: s3.accessKeyId,
-						secretAccessKey: s3.secretAccessKey,
-						temporaryCredentials: false,
-						customEndpoints: true,
-						s3Endpoint: s3.endpoint,
-					},
-				},
-				{
-					id: 's3Media',
-					name: 'Local S3 media',
-					type: 'captioningS3Api',
-					data: {
-						region: 'us-east-1',
-						accessKeyId: s3.accessKeyId,
-						secretAccessKey: s3.secretAccessKey,
-						endpoint: s3.endpoint,
-						forcePathStyle: true,
-					},
-				},
+			n8n.importCredentials(s3TemplateCredentials(s3));
+			n8n.importWorkflows([
+				s3TemplateFile(s3, 'wfPayS3Template', { id: CREDENTIAL_ID, name: 'Captioning account' }),
 			]);
-			n8n.importWorkflows([s3Template(s3)]);
 			await n8n.start();
 			await activate(hooked);
 		},

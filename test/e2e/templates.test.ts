@@ -18,7 +18,7 @@ import { executionsApi } from '../real/executions';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder } from '../real/instance';
 import type { TemplateNode } from '../real/workflows';
-import { template, templateFile } from '../real/workflows';
+import { s3TemplateCredentials, s3TemplateFile, template, templateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningTemplates';
@@ -34,37 +34,6 @@ const every15s = {
 
 /** The template's expression without its leading "=". */
 const expression = (value: unknown) => String(value).replace(/^=/, '');
-
-/**
- * The S3 template as a user sets it up (the bucket, credentials picked), its Schedule Trigger a
- * Manual Trigger (n8n's CLI runs a workflow from one), the polling trigger every 15 s.
- */
-function s3Template(s3: S3Server): string {
-	return templateFile(
-		template('s3-captions', { 'YOUR-BUCKET': s3.bucket }, ({ nodes }) => {
-			for (const n of nodes) {
-				if (n.type === 'n8n-nodes-base.scheduleTrigger')
-					Object.assign(n, {
-						type: 'n8n-nodes-base.manualTrigger',
-						typeVersion: 1,
-						parameters: {},
-					});
-				if (n.type === 'n8n-nodes-base.awsS3')
-					n.credentials = { aws: { id: 'awsTemplates', name: 'Local S3' } };
-				if (n.type === 'n8n-nodes-captioning.captioningPollingTrigger') {
-					n.credentials = { captioningApi };
-					n.parameters.pollTimes = every15s;
-				}
-				if (n.type === 'n8n-nodes-captioning.captioning')
-					n.credentials = {
-						captioningApi,
-						captioningS3Api: { id: 's3Templates', name: 'Local S3 media' },
-					};
-			}
-		}),
-		S3_WORKFLOW,
-	);
-}
 
 /**
  * The Google Drive template with Google's nodes swapped for the disk of `drive` (a folder per Drive
@@ -182,33 +151,15 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 					type: 'captioningApi',
 					data: { apiKey: sb.keys.full, baseUrl: sb.baseUrl },
 				},
-				{
-					id: 'awsTemplates',
-					name: 'Local S3',
-					type: 'aws',
-					data: {
-						region: 'us-east-1',
-						accessKeyId: s3.accessKeyId,
-						secretAccessKey: s3.secretAccessKey,
-						temporaryCredentials: false,
-						customEndpoints: true,
-						s3Endpoint: s3.endpoint,
-					},
-				},
-				{
-					id: 's3Templates',
-					name: 'Local S3 media',
-					type: 'captioningS3Api',
-					data: {
-						region: 'us-east-1',
-						accessKeyId: s3.accessKeyId,
-						secretAccessKey: s3.secretAccessKey,
-						endpoint: s3.endpoint,
-						forcePathStyle: true,
-					},
-				},
+				...s3TemplateCredentials(s3),
 			]);
-			n8n.importWorkflows([s3Template(s3), driveTemplate(drive)]);
+			n8n.importWorkflows([
+				s3TemplateFile(s3, S3_WORKFLOW, captioningApi, (n) => {
+					if (n.type === 'n8n-nodes-captioning.captioningPollingTrigger')
+						n.parameters.pollTimes = every15s;
+				}),
+				driveTemplate(drive),
+			]);
 			await n8n.start();
 			const since = Date.now();
 			await activate([S3_WORKFLOW, DRIVE_WORKFLOW]);

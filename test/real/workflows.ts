@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
+import type { S3Server } from '../helpers/s3Bucket';
 import { tempJson } from './instance';
 
 /** A node of workflow `id`, at x along one row. */
@@ -151,3 +152,64 @@ export function template(
 /** The template's file to import, under workflow id `id` (1.x needs a versionId). */
 export const templateFile = (value: Template, id: string): string =>
 	tempJson(`${id}.json`, { ...value, id, versionId: `${id}-v1` });
+
+/** The S3 credentials the S3 template picks, for the local S3 server: n8n's AWS one and the Captioning S3 Media one. */
+export const s3TemplateCredentials = (s3: S3Server): object[] => [
+	{
+		id: 'awsLocal',
+		name: 'Local S3',
+		type: 'aws',
+		data: {
+			region: 'us-east-1',
+			accessKeyId: s3.accessKeyId,
+			secretAccessKey: s3.secretAccessKey,
+			temporaryCredentials: false,
+			customEndpoints: true,
+			s3Endpoint: s3.endpoint,
+		},
+	},
+	{
+		id: 's3Media',
+		name: 'Local S3 media',
+		type: 'captioningS3Api',
+		data: {
+			region: 'us-east-1',
+			accessKeyId: s3.accessKeyId,
+			secretAccessKey: s3.secretAccessKey,
+			endpoint: s3.endpoint,
+			forcePathStyle: true,
+		},
+	},
+];
+
+/**
+ * The S3 template's file as a user sets it up against the local S3 server, under workflow id `id`:
+ * its bucket, `captioningApi` and s3TemplateCredentials picked, its Schedule Trigger a Manual
+ * Trigger (n8n's CLI runs only workflows that start with one); `edit` changes a node further.
+ */
+export function s3TemplateFile(
+	s3: S3Server,
+	id: string,
+	captioningApi: { id: string; name: string },
+	edit: (node: TemplateNode) => void = () => undefined,
+): string {
+	return templateFile(
+		template('s3-captions', { 'YOUR-BUCKET': s3.bucket }, ({ nodes }) => {
+			for (const n of nodes) {
+				if (n.type === 'n8n-nodes-base.scheduleTrigger')
+					Object.assign(n, {
+						type: 'n8n-nodes-base.manualTrigger',
+						typeVersion: 1,
+						parameters: {},
+					});
+				if (n.type === 'n8n-nodes-base.awsS3')
+					n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
+				if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi };
+				if (n.type === 'n8n-nodes-captioning.captioning')
+					n.credentials!.captioningS3Api = { id: 's3Media', name: 'Local S3 media' };
+				edit(n);
+			}
+		}),
+		id,
+	);
+}
