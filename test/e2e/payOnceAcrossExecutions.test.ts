@@ -15,7 +15,7 @@ import type { N8n } from '../real/instance';
 import type { Execution } from '../real/executions';
 import { executionsApi } from '../real/executions';
 import { createN8n, installN8n, tempFolder, tempJson } from '../real/instance';
-import { s3TemplateCredentials, s3TemplateFile } from '../real/workflows';
+import { localS3Setup, s3TemplateCredentials, template, templateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningPayOnce';
@@ -249,7 +249,14 @@ describe.each(VERSIONS)('n8n %s: paying once across executions', (version) => {
 			}
 			n8n.importCredentials(s3TemplateCredentials(s3));
 			n8n.importWorkflows([
-				s3TemplateFile(s3, 'wfPayS3Template', { id: CREDENTIAL_ID, name: 'Captioning account' }),
+				templateFile(
+					template(
+						's3-captions',
+						{ 'YOUR-BUCKET': s3.bucket },
+						localS3Setup({ id: CREDENTIAL_ID, name: 'Captioning account' }),
+					),
+					'wfPayS3Template',
+				),
 			]);
 			await n8n.start();
 			await activate(hooked);

@@ -18,7 +18,7 @@ import { executionsApi } from '../real/executions';
 import type { N8n } from '../real/instance';
 import { createN8n, installN8n, tempFolder } from '../real/instance';
 import type { TemplateNode } from '../real/workflows';
-import { s3TemplateCredentials, s3TemplateFile, template, templateFile } from '../real/workflows';
+import { localS3Setup, s3TemplateCredentials, template, templateFile } from '../real/workflows';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1').split(',').filter(Boolean);
 const CREDENTIAL_ID = 'captioningTemplates';
@@ -154,10 +154,17 @@ describe.each(VERSIONS)('n8n %s: the templates, run to the end', (version) => {
 				...s3TemplateCredentials(s3),
 			]);
 			n8n.importWorkflows([
-				s3TemplateFile(s3, S3_WORKFLOW, captioningApi, (n) => {
-					if (n.type === 'n8n-nodes-captioning.captioningPollingTrigger')
-						n.parameters.pollTimes = every15s;
-				}),
+				templateFile(
+					template(
+						's3-captions',
+						{ 'YOUR-BUCKET': s3.bucket },
+						localS3Setup(captioningApi, (n) => {
+							if (n.type === 'n8n-nodes-captioning.captioningPollingTrigger')
+								n.parameters.pollTimes = every15s;
+						}),
+					),
+					S3_WORKFLOW,
+				),
 				driveTemplate(drive),
 			]);
 			await n8n.start();

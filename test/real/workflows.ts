@@ -183,33 +183,24 @@ export const s3TemplateCredentials = (s3: S3Server): object[] => [
 ];
 
 /**
- * The S3 template's file as a user sets it up against the local S3 server, under workflow id `id`:
- * its bucket, `captioningApi` and s3TemplateCredentials picked, its Schedule Trigger a Manual
- * Trigger (n8n's CLI runs only workflows that start with one); `edit` changes a node further.
+ * The S3 template's set-up against the local S3 server (an `edit` for `template`): `captioningApi`
+ * and s3TemplateCredentials picked, its Schedule Trigger a Manual Trigger (n8n's CLI runs only
+ * workflows that start with one); `edit` changes a node further.
  */
-export function s3TemplateFile(
-	s3: S3Server,
-	id: string,
-	captioningApi: { id: string; name: string },
-	edit: (node: TemplateNode) => void = () => undefined,
-): string {
-	return templateFile(
-		template('s3-captions', { 'YOUR-BUCKET': s3.bucket }, ({ nodes }) => {
-			for (const n of nodes) {
-				if (n.type === 'n8n-nodes-base.scheduleTrigger')
-					Object.assign(n, {
-						type: 'n8n-nodes-base.manualTrigger',
-						typeVersion: 1,
-						parameters: {},
-					});
-				if (n.type === 'n8n-nodes-base.awsS3')
-					n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
-				if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi };
-				if (n.type === 'n8n-nodes-captioning.captioning')
-					n.credentials!.captioningS3Api = { id: 's3Media', name: 'Local S3 media' };
-				edit(n);
-			}
-		}),
-		id,
-	);
-}
+export const localS3Setup =
+	(
+		captioningApi: { id: string; name: string },
+		edit: (node: TemplateNode) => void = () => undefined,
+	) =>
+	({ nodes }: Template): void => {
+		for (const n of nodes) {
+			if (n.type === 'n8n-nodes-base.scheduleTrigger')
+				Object.assign(n, { type: 'n8n-nodes-base.manualTrigger', typeVersion: 1, parameters: {} });
+			if (n.type === 'n8n-nodes-base.awsS3')
+				n.credentials = { aws: { id: 'awsLocal', name: 'Local S3' } };
+			if (n.type.startsWith('n8n-nodes-captioning.')) n.credentials = { captioningApi };
+			if (n.type === 'n8n-nodes-captioning.captioning')
+				n.credentials!.captioningS3Api = { id: 's3Media', name: 'Local S3 media' };
+			edit(n);
+		}
+	};
