@@ -210,6 +210,17 @@ describe('checked before any order: each problem names bucket and key and orders
 		expect(posts()).toHaveLength(0);
 	});
 
+	test('a HEAD without Content-Length (the size unknown) is ordered, not refused as empty', async () => {
+		await s3.put('videos/unsized.mp4', Buffer.alloc(4096, 9));
+		const run = await runCaptioning(sb, create(), {
+			input: objects(['videos/unsized.mp4']),
+			s3: credential(),
+		});
+		expect(run.failure).toBeUndefined();
+		expect(run.items[0].json).toMatchObject({ status: 'queued', title: 'unsized.mp4' });
+		expect(posts()).toHaveLength(1);
+	});
+
 	test("an object over the service's 5242880000 bytes is refused after its HEAD", async () => {
 		await s3.putLarge('videos/huge.mp4', 5242880001);
 		const run = await runCaptioning(sb, create(), {

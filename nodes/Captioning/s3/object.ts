@@ -92,7 +92,8 @@ function refuseUnreadable(
 			`${explainS3(status, code, access.region, bucketRegion, name)} Nothing was ordered.`,
 		);
 	}
-	const size = Number(header(response, 'content-length'));
+	// A store may leave Content-Length out: the size is then unknown, not 0.
+	const size = Number(header(response, 'content-length') || NaN);
 	if (Number.isFinite(size) && size > MAX_UPLOAD_BYTES)
 		refuse(
 			ctx,
