@@ -10,7 +10,7 @@ export const metadataKeyField: INodeProperties = {
 	name: 'metadataKey',
 	type: 'string',
 	default: '',
-	placeholder: 'e.g. source',
+	placeholder: 'e.g. drive_file_id',
 	description: 'Only jobs whose metadata has this key, e.g. drive_file_id',
 };
 
