@@ -45,10 +45,14 @@ export function executionsApi(n8n: () => N8n) {
 			await new Promise((r) => setTimeout(r, 500));
 		}
 	};
-	/** The newest execution's id (any workflow), 0 when there is none: ids count up. */
+	/**
+	 * The newest execution's id (any workflow), 0 when there is none: ids count up. The largest of
+	 * a page, not its first: n8n 2.x lists the executions still new or running first (one a kill
+	 * left running is older than the ones after it), then the rest by start.
+	 */
 	const newestId = async (): Promise<number> => {
-		const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=1');
-		return Number(res.body.results?.[0]?.id ?? 0);
+		const res = await n8n().rest<{ results?: Execution[] }>('GET', '/executions?limit=100');
+		return Math.max(0, ...(res.body.results ?? []).map((e) => Number(e.id)));
 	};
 	return {
 		executions,
