@@ -4,7 +4,8 @@
 // and the time until the last request against the floor: the slower of what the limits allow (what
 // the service let through, at its rates) and the same runs in the same n8n on a key without limits
 // (n8n's own pace on this machine). With n8n's defaults and with
-// N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true (section 11).
+// N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE=true (section 11); the small shape (60 events, 20 orders, 20
+// polled) with both.
 import path from 'node:path';
 
 import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
@@ -45,6 +46,7 @@ export const sharedKey: Section = {
 			['', "n8n's defaults", {}, SHARED],
 			['Lazy', 'lazy isolates', lazy, SHARED],
 			['Small', 'lazy isolates, 60 events, 20 orders, 20 polled', lazy, small],
+			['SmallDefaults', "n8n's defaults, 60 events, 20 orders, 20 polled", {}, small],
 		] as const) {
 			const free = await measure(env, false, shape);
 			log(

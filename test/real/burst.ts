@@ -16,6 +16,9 @@ import { tempJson } from './instance';
 /** Jobs that finish within two seconds in a burst (what a batch of videos finishing together sends). */
 export const BURST_EVENTS = 150;
 export const BURST_TRIGGER_WORKFLOW = 'wfBurstTrigger01';
+/** The same trigger (Verify Events, then a No Op) on the credential without a token of its own. */
+export const BURST_WORKSPACE_WORKFLOW = 'wfBurstWorkspac1';
+const WORKSPACE_WEBHOOK_ID = '6e5d4c3b-2a1f-4e0d-9c8b-7a6f5e4d3c21';
 export const BURST_WEBHOOK_WORKFLOW = 'wfBurstWebhook01';
 export const BURST_CAPTIONS_WORKFLOW = 'wfBurstCaptions1';
 /** n8n's Webhook node at version 1: under n8n's defaults it pays the expression isolate every other trigger pays. */
@@ -90,21 +93,22 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 			},
 		},
 	});
-	const ids = [BURST_TRIGGER_WORKFLOW, BURST_WEBHOOK_WORKFLOW];
+	const verifying = (id: string, webhookId: string, credential: string) =>
+		workflow(id, `Burst: Captioning Trigger (${credential})`, {
+			id: `${id}-trigger`,
+			name: 'Job Event',
+			type: 'n8n-nodes-captioning.captioningTrigger',
+			typeVersion: 2,
+			position: [0, 0],
+			webhookId,
+			parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
+			credentials: { captioningApi: { id: credential, name: credential } },
+		});
 	n8n.importWorkflows([
-		tempJson(
-			'burst-trigger.json',
-			workflow(BURST_TRIGGER_WORKFLOW, 'Burst: Captioning Trigger', {
-				id: 'burst-trigger',
-				name: 'Job Event',
-				type: 'n8n-nodes-captioning.captioningTrigger',
-				typeVersion: 2,
-				position: [0, 0],
-				webhookId: TRIGGER_WEBHOOK_ID,
-				parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
-				credentials: { captioningApi: { id: CREDENTIAL_ID, name: CREDENTIAL_ID } },
-			}),
-		),
+		tempJson('burst-trigger.json', [
+			verifying(BURST_TRIGGER_WORKFLOW, TRIGGER_WEBHOOK_ID, CREDENTIAL_ID),
+			verifying(BURST_WORKSPACE_WORKFLOW, WORKSPACE_WEBHOOK_ID, DERIVED_CREDENTIAL_ID),
+		]),
 		tempJson(
 			'burst-webhook.json',
 			workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
@@ -123,7 +127,6 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 			}),
 		),
 	]);
-	ids.push(BURST_WEBHOOK_V1_WORKFLOW);
 	n8n.importWorkflows([
 		tempJson(
 			'burst-webhook-v1.json',
@@ -179,7 +182,6 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 					},
 				},
 			);
-		ids.push(BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW);
 		n8n.importWorkflows([
 			tempJson('burst-captions.json', [
 				captions(BURST_CAPTIONS_WORKFLOW, CAPTIONS_WEBHOOK_ID, CREDENTIAL_ID),
@@ -199,21 +201,16 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 	const api = executionsApi(() => n8n);
 	await api.activate([
 		BURST_TRIGGER_WORKFLOW,
+		BURST_WORKSPACE_WORKFLOW,
 		BURST_WEBHOOK_WORKFLOW,
 		BURST_WEBHOOK_V1_WORKFLOW,
 		...(captions ? [BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW] : []),
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
-	await api.waitFor('the burst webhooks', async () =>
-		(await n8n.post(`/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`, {})).status === 400
-			? true
-			: undefined,
-	);
-	if (captions)
-		for (const target of ['triggerCaptions', 'triggerDerived'] as const)
-			await api.waitFor(`the ${target} burst webhook`, async () =>
-				(await n8n.post(TARGETS[target].path, {})).status === 400 ? true : undefined,
-			);
+	for (const target of ['trigger', 'triggerWorkspace', ...(captions ? CAPTIONS_TARGETS : [])] as const)
+		await api.waitFor(`the ${target} burst webhook`, async () =>
+			(await n8n.post(TARGETS[target].path, {})).status === 400 ? true : undefined,
+		);
 	for (const path of [WEBHOOK_PATH, WEBHOOK_V1_PATH])
 		await api.waitFor("the Webhook node's webhook", async () =>
 			(await n8n.post(`/webhook/${path}`, { warmUp: true })).status === 200 ? true : undefined,
@@ -222,6 +219,7 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 
 export type BurstTarget =
 	| 'trigger'
+	| 'triggerWorkspace'
 	| 'triggerCaptions'
 	| 'triggerDerived'
 	| 'webhookNode'
@@ -259,10 +257,19 @@ export interface BurstResult {
 const percentile = (xs: number[], p: number) =>
 	[...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 
+/** A trigger's URL with the token Job → Create adds for the workspace. */
+const workspacePath = (webhookId: string) =>
+	`/webhook/${webhookId}/captioning?token=${workspaceToken(WORKSPACE_ID, `/webhook/${webhookId}/captioning`)}`;
+const CAPTIONS_TARGETS = ['triggerCaptions', 'triggerDerived'] as const;
+
 const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	trigger: {
 		workflowId: BURST_TRIGGER_WORKFLOW,
 		path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`,
+	},
+	triggerWorkspace: {
+		workflowId: BURST_WORKSPACE_WORKFLOW,
+		path: workspacePath(WORKSPACE_WEBHOOK_ID),
 	},
 	triggerCaptions: {
 		workflowId: BURST_CAPTIONS_WORKFLOW,
@@ -270,7 +277,7 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	},
 	triggerDerived: {
 		workflowId: BURST_DERIVED_WORKFLOW,
-		path: `/webhook/${DERIVED_WEBHOOK_ID}/captioning?token=${workspaceToken(WORKSPACE_ID, `/webhook/${DERIVED_WEBHOOK_ID}/captioning`)}`,
+		path: workspacePath(DERIVED_WEBHOOK_ID),
 	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },
@@ -288,14 +295,15 @@ export async function prepareBurst(
 ): Promise<string[]> {
 	const ids: string[] = [];
 	// n8n's Webhook node reads nothing: its jobs are ordered on the invoiced workspace, so that the
-	// prepaid one's balance is left for the trigger's (which its credential reads back).
+	// prepaid one's balance is left for the trigger's (which its credential reads back). A minute
+	// each: the bench's bursts fit the balance.
 	const key = target.startsWith('webhookNode') ? sb.keys.otherWorkspace : sb.keys.full;
 	for (let n = 0; n < count; n++) {
 		const res = await fetch(`${sb.baseUrl}/jobs`, {
 			method: 'POST',
 			headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
 			body: JSON.stringify({
-				media_url: `https://media.example.com/burst-${target}-${n}.mp4`,
+				media_url: `https://media.example.com/burst-${target}-${n}.mp4?duration=60`,
 				webhook_url: burstUrl(n8n, target),
 			}),
 		});
