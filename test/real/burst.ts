@@ -93,17 +93,23 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 			},
 		},
 	});
+	/** The Captioning Trigger (Verify Events), with `parameters` added. */
+	const triggerNode = (id: string, webhookId: string, credential: string, parameters = {}) => ({
+		id: `${id}-trigger`,
+		name: 'Job Event',
+		type: 'n8n-nodes-captioning.captioningTrigger',
+		typeVersion: 2,
+		position: [0, 0],
+		webhookId,
+		parameters: { events: ['job.completed', 'job.cancelled'], verify: true, ...parameters },
+		credentials: { captioningApi: { id: credential, name: credential } },
+	});
 	const verifying = (id: string, webhookId: string, credential: string) =>
-		workflow(id, `Burst: Captioning Trigger (${credential})`, {
-			id: `${id}-trigger`,
-			name: 'Job Event',
-			type: 'n8n-nodes-captioning.captioningTrigger',
-			typeVersion: 2,
-			position: [0, 0],
-			webhookId,
-			parameters: { events: ['job.completed', 'job.cancelled'], verify: true },
-			credentials: { captioningApi: { id: credential, name: credential } },
-		});
+		workflow(
+			id,
+			`Burst: Captioning Trigger (${credential})`,
+			triggerNode(id, webhookId, credential),
+		);
 	n8n.importWorkflows([
 		tempJson('burst-trigger.json', [
 			verifying(BURST_TRIGGER_WORKFLOW, TRIGGER_WEBHOOK_ID, CREDENTIAL_ID),
@@ -151,22 +157,11 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 			workflow(
 				id,
 				`Burst: Captioning Trigger, Attach Captions (${credential})`,
-				{
-					id: `${id}-trigger`,
-					name: 'Job Event',
-					type: 'n8n-nodes-captioning.captioningTrigger',
-					typeVersion: 2,
-					position: [0, 0],
-					webhookId,
-					parameters: {
-						events: ['job.completed', 'job.cancelled'],
-						verify: true,
-						attachCaptions: true,
-						formats: ['srt'],
-						binaryPropertyName: 'data',
-					},
-					credentials: { captioningApi: { id: credential, name: credential } },
-				},
+				triggerNode(id, webhookId, credential, {
+					attachCaptions: true,
+					formats: ['srt'],
+					binaryPropertyName: 'data',
+				}),
 				// As the templates store captions: a file per job (appended: a job reported twice would show).
 				{
 					id: `${id}-write`,
@@ -207,7 +202,11 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 		...(captions ? [BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW] : []),
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
-	for (const target of ['trigger', 'triggerWorkspace', ...(captions ? CAPTIONS_TARGETS : [])] as const)
+	for (const target of [
+		'trigger',
+		'triggerWorkspace',
+		...(captions ? CAPTIONS_TARGETS : []),
+	] as const)
 		await api.waitFor(`the ${target} burst webhook`, async () =>
 			(await n8n.post(TARGETS[target].path, {})).status === 400 ? true : undefined,
 		);
