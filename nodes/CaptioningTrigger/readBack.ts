@@ -1,10 +1,11 @@
-// An event's job, read back inside its execution (Verify Events, Attach Captions) until reads show the status the event reports (an
-// event may come before they do), for up to STATUS_WAIT_MINUTES. Each execution reads with its own
-// context; only answers are shared, between the executions of one trigger (workflow, node and
-// credential) in this process, so that a burst costs a few reads of the key's shared limit, not one
-// per event: the final jobs a read of the job list showed, kept for a minute, and the read under
-// way, which an execution that needs one waits for before it reads itself. A read that fails (its
-// execution was cancelled) answers nothing: the others read again.
+// An event's job, read back inside its execution (Verify Events, Attach Captions) until reads show
+// the status the event reports (an event may come before they do), for up to STATUS_WAIT_MINUTES.
+// Each execution reads with its own context; only answers are shared, between the executions of
+// one trigger (workflow, node and credential) in this process, so that a burst costs a few reads
+// of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
+// for a minute, and the read under way, which an execution that needs one waits for before it
+// reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
+// again.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
