@@ -31,6 +31,8 @@ interface Answers {
 	recent: Map<string, { job: Job; at: number }>;
 	waiting: Map<string, Wanted>;
 	underWay?: Promise<unknown>;
+	/** The executions that waited for the read under way, and how many went on since it answered. */
+	sharing?: { waited: number; wentOn: number };
 	lastReadAt: number;
 }
 
@@ -45,10 +47,8 @@ function answersOf(ctx: IExecuteFunctions): Answers {
 	}
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
-	let shared = answers.get(key);
-	if (!shared)
-		answers.set(key, (shared = { recent: new Map(), waiting: new Map(), lastReadAt: 0 }));
-	return shared;
+	if (!answers.has(key)) answers.set(key, { recent: new Map(), waiting: new Map(), lastReadAt: 0 });
+	return answers.get(key)!;
 }
 
 /**
@@ -78,11 +78,16 @@ async function readOnce(
 	shared: Answers,
 ): Promise<Job | Error> {
 	for (;;) {
-		const known = shared.recent.get(job.id)?.job;
-		if (known) return known;
+		if (shared.recent.has(job.id)) return shared.recent.get(job.id)!.job;
 		if (!shared.underWay) break;
+		const sharing = (shared.sharing ??= { waited: 0, wentOn: 0 });
+		sharing.waited++;
 		await shared.underWay;
+		// The executions a read answers go on spread over SPACING_MS, not at once: n8n stores each
+		// execution's end, and a crowd of ends delays its answers to the deliveries that come meanwhile.
+		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
 	}
+	shared.sharing = undefined;
 	const reading = (async () => {
 		await sleep(Math.max(0, shared.lastReadAt + SPACING_MS - Date.now()));
 		shared.lastReadAt = Date.now();
