@@ -34,6 +34,9 @@ const DERIVED_CREDENTIAL_ID = 'captioningBurstDerived';
 const WORKSPACE_ID = '5b0e8f7e-3c57-4a51-9d3e-0c1f4a2b6d01';
 const CAPTIONS_WEBHOOK_ID = '7b1c9e2d-4a6f-4e8b-9c3d-2f1e0a9b8c53';
 const WEBHOOK_PATH = 'burst-webhook-node';
+/** n8n's Webhook node writing each event's body to a file, as the captions workflow writes its SRT. */
+export const BURST_WEBHOOK_WRITE_WORKFLOW = 'wfBurstWebhookWr';
+const WEBHOOK_WRITE_PATH = 'burst-webhook-node-write';
 const WEBHOOK_V1_PATH = 'burst-webhook-node-v1';
 /** The credential (the sandbox's full key) the burst workflows read with. */
 export const BURST_CREDENTIAL_ID = 'captioningBurst';
@@ -153,6 +156,20 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 		),
 	]);
 	if (captionsTo) {
+		// As the templates store captions: a file per job (appended: a job reported twice would show).
+		const writeFile = (id: string, jobId: string) => ({
+			id: `${id}-write`,
+			name: 'Write SRT',
+			type: 'n8n-nodes-base.readWriteFile',
+			typeVersion: 1,
+			position: [220, 0],
+			parameters: {
+				operation: 'write',
+				fileName: `=${captionsTo}/${jobId}.srt`,
+				dataPropertyName: 'data',
+				options: { append: true },
+			},
+		});
 		const captions = (id: string, webhookId: string, credential: string) =>
 			workflow(
 				id,
@@ -162,26 +179,36 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 					formats: ['srt'],
 					binaryPropertyName: 'data',
 				}),
-				// As the templates store captions: a file per job (appended: a job reported twice would show).
-				{
-					id: `${id}-write`,
-					name: 'Write SRT',
-					type: 'n8n-nodes-base.readWriteFile',
-					typeVersion: 1,
-					position: [220, 0],
-					parameters: {
-						operation: 'write',
-						fileName: `=${captionsTo}/{{ $json.id }}.srt`,
-						dataPropertyName: 'data',
-						options: { append: true },
-					},
-				},
+				writeFile(id, `{{ $json.id }}`),
 			);
 		n8n.importWorkflows([
 			tempJson('burst-captions.json', [
 				captions(BURST_CAPTIONS_WORKFLOW, CAPTIONS_WEBHOOK_ID, CREDENTIAL_ID),
 				captions(BURST_DERIVED_WORKFLOW, DERIVED_WEBHOOK_ID, DERIVED_CREDENTIAL_ID),
 			]),
+			// The reference for the captions workflow: the Webhook node's body (the event) as the file.
+			tempJson(
+				'burst-webhook-write.json',
+				workflow(
+					BURST_WEBHOOK_WRITE_WORKFLOW,
+					"Burst: n8n's Webhook node, a file per event",
+					{
+						id: 'burst-webhook-write',
+						name: 'Webhook',
+						type: 'n8n-nodes-base.webhook',
+						typeVersion: 2,
+						position: [0, 0],
+						webhookId: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e60',
+						parameters: {
+							httpMethod: 'POST',
+							path: WEBHOOK_WRITE_PATH,
+							responseMode: 'onReceived',
+							options: { rawBody: true },
+						},
+					},
+					writeFile(BURST_WEBHOOK_WRITE_WORKFLOW, `{{ $json.body.data.id }}`),
+				),
+			),
 		]);
 	}
 }
@@ -199,7 +226,9 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 		BURST_WORKSPACE_WORKFLOW,
 		BURST_WEBHOOK_WORKFLOW,
 		BURST_WEBHOOK_V1_WORKFLOW,
-		...(captions ? [BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW] : []),
+		...(captions
+			? [BURST_CAPTIONS_WORKFLOW, BURST_DERIVED_WORKFLOW, BURST_WEBHOOK_WRITE_WORKFLOW]
+			: []),
 	]);
 	// 2.x registers production webhooks in the background after start: wait until each is there.
 	for (const target of [
@@ -210,7 +239,7 @@ export async function activateBurstWorkflows(n8n: N8n, captions = false): Promis
 		await api.waitFor(`the ${target} burst webhook`, async () =>
 			(await n8n.post(TARGETS[target].path, {})).status === 400 ? true : undefined,
 		);
-	for (const path of [WEBHOOK_PATH, WEBHOOK_V1_PATH])
+	for (const path of [WEBHOOK_PATH, WEBHOOK_V1_PATH, ...(captions ? [WEBHOOK_WRITE_PATH] : [])])
 		await api.waitFor("the Webhook node's webhook", async () =>
 			(await n8n.post(`/webhook/${path}`, { warmUp: true })).status === 200 ? true : undefined,
 		);
@@ -222,7 +251,8 @@ export type BurstTarget =
 	| 'triggerCaptions'
 	| 'triggerDerived'
 	| 'webhookNode'
-	| 'webhookNodeV1';
+	| 'webhookNodeV1'
+	| 'webhookNodeWrite';
 
 export interface BurstResult {
 	target: BurstTarget;
@@ -280,7 +310,14 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	},
 	webhookNode: { workflowId: BURST_WEBHOOK_WORKFLOW, path: `/webhook/${WEBHOOK_PATH}` },
 	webhookNodeV1: { workflowId: BURST_WEBHOOK_V1_WORKFLOW, path: `/webhook/${WEBHOOK_V1_PATH}` },
+	webhookNodeWrite: {
+		workflowId: BURST_WEBHOOK_WRITE_WORKFLOW,
+		path: `/webhook/${WEBHOOK_WRITE_PATH}`,
+	},
 };
+
+/** The workflow a target's deliveries start. */
+export const burstWorkflowId = (target: BurstTarget) => TARGETS[target].workflowId;
 
 /** The URL the service calls for a target (to order jobs with, as Job → Create's Webhook URL). */
 export const burstUrl = (n8n: N8n, target: BurstTarget) => `${n8n.url}${TARGETS[target].path}`;
