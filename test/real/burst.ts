@@ -61,6 +61,24 @@ function burstCredentials(sb: Sandbox, rotated?: string): object[] {
 	];
 }
 
+/**
+ * As the templates store captions: a file per job in `folder`, named by the expression `jobId`
+ * (appended: a job reported twice would show).
+ */
+export const writeSrtNode = (id: string, folder: string, jobId: string) => ({
+	id: `${id}-write`,
+	name: 'Write SRT',
+	type: 'n8n-nodes-base.readWriteFile',
+	typeVersion: 1,
+	position: [220, 0],
+	parameters: {
+		operation: 'write',
+		fileName: `=${folder}/${jobId}.srt`,
+		dataPropertyName: 'data',
+		options: { append: true },
+	},
+});
+
 /** Imports the burst credentials at once (also into a running n8n: a rotation). */
 export async function importBurstCredentials(n8n: N8n, sb: Sandbox, rotated?: string) {
 	await n8n.cli([
@@ -156,20 +174,6 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 		),
 	]);
 	if (captionsTo) {
-		// As the templates store captions: a file per job (appended: a job reported twice would show).
-		const writeFile = (id: string, jobId: string) => ({
-			id: `${id}-write`,
-			name: 'Write SRT',
-			type: 'n8n-nodes-base.readWriteFile',
-			typeVersion: 1,
-			position: [220, 0],
-			parameters: {
-				operation: 'write',
-				fileName: `=${captionsTo}/${jobId}.srt`,
-				dataPropertyName: 'data',
-				options: { append: true },
-			},
-		});
 		const captions = (id: string, webhookId: string, credential: string) =>
 			workflow(
 				id,
@@ -179,7 +183,7 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 					formats: ['srt'],
 					binaryPropertyName: 'data',
 				}),
-				writeFile(id, `{{ $json.id }}`),
+				writeSrtNode(id, captionsTo, '{{ $json.id }}'),
 			);
 		n8n.importWorkflows([
 			tempJson('burst-captions.json', [
@@ -206,7 +210,7 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 							options: { rawBody: true },
 						},
 					},
-					writeFile(BURST_WEBHOOK_WRITE_WORKFLOW, `{{ $json.body.data.id }}`),
+					writeSrtNode(BURST_WEBHOOK_WRITE_WORKFLOW, captionsTo, '{{ $json.body.data.id }}'),
 				),
 			),
 		]);

@@ -7,6 +7,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import type { Sandbox } from '../helpers/sandbox';
+import { writeSrtNode } from './burst';
 import { executionsApi } from './executions';
 import type { N8n } from './instance';
 import { tempJson } from './instance';
@@ -63,19 +64,7 @@ export function pollingWorkflow(options: {
 				},
 				credentials: { captioningApi: { id: options.credentialId, name: options.credentialId } },
 			},
-			{
-				id: `${options.id}-write`,
-				name: 'Write SRT',
-				type: 'n8n-nodes-base.readWriteFile',
-				typeVersion: 1,
-				position: [220, 0],
-				parameters: {
-					operation: 'write',
-					fileName: `=${options.out}/{{ $json.id }}.srt`,
-					dataPropertyName: 'data',
-					options: { append: true },
-				},
-			},
+			writeSrtNode(options.id, options.out, '{{ $json.id }}'),
 		],
 		connections: { 'Job Finished': { main: [[{ node: 'Write SRT', type: 'main', index: 0 }]] } },
 	};
