@@ -114,6 +114,22 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 			},
 		},
 	});
+	/** n8n's Webhook node, answering a POST to `path` once the execution is stored. */
+	const webhookNode = (
+		id: string,
+		version: number,
+		webhookId: string,
+		path: string,
+		options = {},
+	) => ({
+		id,
+		name: 'Webhook',
+		type: 'n8n-nodes-base.webhook',
+		typeVersion: version,
+		position: [0, 0],
+		webhookId,
+		parameters: { httpMethod: 'POST', path, responseMode: 'onReceived', options },
+	});
 	/** The Captioning Trigger (Verify Events), with `parameters` added. */
 	const triggerNode = (id: string, webhookId: string, credential: string, parameters = {}) => ({
 		id: `${id}-trigger`,
@@ -138,39 +154,21 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 		]),
 		tempJson(
 			'burst-webhook.json',
-			workflow(BURST_WEBHOOK_WORKFLOW, "Burst: n8n's Webhook node", {
-				id: 'burst-webhook',
-				name: 'Webhook',
-				type: 'n8n-nodes-base.webhook',
-				typeVersion: 2,
-				position: [0, 0],
-				webhookId: '9a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c52',
-				parameters: {
-					httpMethod: 'POST',
-					path: WEBHOOK_PATH,
-					responseMode: 'onReceived',
-					options: {},
-				},
-			}),
+			workflow(
+				BURST_WEBHOOK_WORKFLOW,
+				"Burst: n8n's Webhook node",
+				webhookNode('burst-webhook', 2, '9a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c52', WEBHOOK_PATH),
+			),
 		),
 	]);
 	n8n.importWorkflows([
 		tempJson(
 			'burst-webhook-v1.json',
-			workflow(BURST_WEBHOOK_V1_WORKFLOW, "Burst: n8n's Webhook node v1", {
-				id: 'burst-webhook-v1',
-				name: 'Webhook',
-				type: 'n8n-nodes-base.webhook',
-				typeVersion: 1,
-				position: [0, 0],
-				webhookId: '1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e',
-				parameters: {
-					httpMethod: 'POST',
-					path: WEBHOOK_V1_PATH,
-					responseMode: 'onReceived',
-					options: {},
-				},
-			}),
+			workflow(
+				BURST_WEBHOOK_V1_WORKFLOW,
+				"Burst: n8n's Webhook node v1",
+				webhookNode('burst-webhook-v1', 1, '1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e', WEBHOOK_V1_PATH),
+			),
 		),
 	]);
 	if (captionsTo) {
@@ -196,20 +194,15 @@ export function importBurstWorkflows(n8n: N8n, sb: Sandbox, captionsTo?: string)
 				workflow(
 					BURST_WEBHOOK_WRITE_WORKFLOW,
 					"Burst: n8n's Webhook node, a file per event",
-					{
-						id: 'burst-webhook-write',
-						name: 'Webhook',
-						type: 'n8n-nodes-base.webhook',
-						typeVersion: 2,
-						position: [0, 0],
-						webhookId: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e60',
-						parameters: {
-							httpMethod: 'POST',
-							path: WEBHOOK_WRITE_PATH,
-							responseMode: 'onReceived',
-							options: { rawBody: true },
+					webhookNode(
+						'burst-webhook-write',
+						2,
+						'2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e60',
+						WEBHOOK_WRITE_PATH,
+						{
+							rawBody: true,
 						},
-					},
+					),
 					writeSrtNode(BURST_WEBHOOK_WRITE_WORKFLOW, captionsTo, '{{ $json.body.data.id }}'),
 				),
 			),
@@ -290,6 +283,8 @@ export interface BurstResult {
 const percentile = (xs: number[], p: number) =>
 	[...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)];
 
+/** A trigger's URL with the credentials' own Webhook Secret Token. */
+const ownTokenPath = (webhookId: string) => `/webhook/${webhookId}/captioning?token=${TOKEN}`;
 /** A trigger's URL with the token Job → Create adds for the workspace. */
 const workspacePath = (webhookId: string) =>
 	`/webhook/${webhookId}/captioning?token=${workspaceToken(WORKSPACE_ID, `/webhook/${webhookId}/captioning`)}`;
@@ -298,7 +293,7 @@ const CAPTIONS_TARGETS = ['triggerCaptions', 'triggerDerived'] as const;
 const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	trigger: {
 		workflowId: BURST_TRIGGER_WORKFLOW,
-		path: `/webhook/${TRIGGER_WEBHOOK_ID}/captioning?token=${TOKEN}`,
+		path: ownTokenPath(TRIGGER_WEBHOOK_ID),
 	},
 	triggerWorkspace: {
 		workflowId: BURST_WORKSPACE_WORKFLOW,
@@ -306,7 +301,7 @@ const TARGETS: Record<BurstTarget, { workflowId: string; path: string }> = {
 	},
 	triggerCaptions: {
 		workflowId: BURST_CAPTIONS_WORKFLOW,
-		path: `/webhook/${CAPTIONS_WEBHOOK_ID}/captioning?token=${TOKEN}`,
+		path: ownTokenPath(CAPTIONS_WEBHOOK_ID),
 	},
 	triggerDerived: {
 		workflowId: BURST_DERIVED_WORKFLOW,
