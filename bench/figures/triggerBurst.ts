@@ -65,13 +65,15 @@ async function measure(env: NodeJS.ProcessEnv, duplicate: boolean, targets: Targ
 				`  ${target}: ${burst.reads} reads, p95 answer ${burst.p95Ms} ms, ${burst.deliveries.filter((d) => d.attempt > 1).length} deliveries tried again`,
 			);
 		}
-		const p95Of = (t: Target) => p95(firstTries.get(t)!);
-		return { reads, events, p95Of };
+		return { reads, events, firstTries };
 	} finally {
 		await n8n.stop();
 		await sb.close();
 	}
 }
+
+/** The p95 of a target's first tries. */
+const p95In = (firstTries: Map<Target, number[]>) => (t: Target) => p95(firstTries.get(t)!);
 
 /** What each trigger's workflow is measured against: the Webhook node's workflow doing the same after it. */
 const REFERENCE = {
@@ -95,12 +97,12 @@ export const triggerBurst: Section = {
 		const lazy = await measure(lazyEnv, false, ['webhookNode', 'trigger', 'triggerWorkspace']);
 		// README's set-up in an n8n of its own: a burst of isolates slows the next bursts for a while.
 		const files = await measure(lazyEnv, false, ['triggerDerived', 'webhookNodeWrite']);
-		const p95Of = (t: Target) =>
-			(t === 'triggerDerived' || t === 'webhookNodeWrite' ? files : lazy).p95Of(t);
-		const vs = (t: keyof typeof REFERENCE) => round(p95Of(t) / p95Of(REFERENCE[t]));
+		const defaultsP95 = p95In(b.firstTries);
+		const lazyP95 = p95In(new Map([...lazy.firstTries, ...files.firstTries]));
+		const vs = (t: keyof typeof REFERENCE) => round(lazyP95(t) / lazyP95(REFERENCE[t]));
 		const figures = {
 			triggerBurstReadsPerEvent: round(b.reads / b.events),
-			triggerBurstP95VsWebhookNode: round(b.p95Of('trigger') / b.p95Of('webhookNode')),
+			triggerBurstP95VsWebhookNode: round(defaultsP95('trigger') / defaultsP95('webhookNode')),
 			triggerBurstP95VsWebhookNodeLazyOwnToken: vs('trigger'),
 			triggerBurstP95VsWebhookNodeLazy: vs('triggerWorkspace'),
 			triggerBurstCaptionsP95VsWebhookNodeFileLazy: vs('triggerDerived'),
@@ -118,8 +120,8 @@ export const triggerBurst: Section = {
 				],
 				[
 					"trigger burst: p95 answer vs n8n's Webhook node",
-					`${b.p95Of('trigger')} ms`,
-					`Webhook node ${b.p95Of('webhookNode')} ms`,
+					`${defaultsP95('trigger')} ms`,
+					`Webhook node ${defaultsP95('webhookNode')} ms`,
 					`${figures.triggerBurstP95VsWebhookNode}×`,
 					'≤ 1.5×',
 					figures.triggerBurstP95VsWebhookNode <= 1.5,
@@ -127,8 +129,8 @@ export const triggerBurst: Section = {
 				...(['triggerWorkspace', 'trigger', 'triggerDerived'] as const).map(
 					(t): Row => [
 						`lazy isolates, each once: p95 answer vs n8n's Webhook node (${LABELS[t]})`,
-						`${p95Of(t)} ms`,
-						`Webhook node${REFERENCE[t] === 'webhookNodeWrite' ? ', a file per event,' : ''} ${p95Of(REFERENCE[t])} ms`,
+						`${lazyP95(t)} ms`,
+						`Webhook node${REFERENCE[t] === 'webhookNodeWrite' ? ', a file per event,' : ''} ${lazyP95(REFERENCE[t])} ms`,
 						`${vs(t)}×`,
 						'≤ 1.2×',
 						vs(t) <= 1.2,
