@@ -14,7 +14,7 @@ import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
-import { readBackItem } from './readBack';
+import { answersOf, readBackItem } from './readBack';
 import { learnTokens, takesToken } from './tokens';
 
 /** Answers a delivery that starts nothing with its status and why: n8n answers nothing more. */
@@ -86,8 +86,9 @@ export class CaptioningTrigger implements INodeType {
 
 	/**
 	 * A delivery: with the token and an event of a selected type, it is taken (n8n answers once it
-	 * has stored the execution); nothing else is read here. The service may deliver an event once
-	 * only, so every check that needs the API is the execution's (execute()).
+	 * has stored the execution), and its time noted for the runs that wait (readBack.ts); nothing
+	 * else is read here. The service may deliver an event once only, so every check that needs the
+	 * API is the execution's (execute()).
 	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 		if (!(await takesToken(this)))
@@ -96,15 +97,12 @@ export class CaptioningTrigger implements INodeType {
 		const problem = eventProblem(body);
 		if (problem) return refused(this, 400, `Not a captioning event: ${problem}.`);
 		const event = body as unknown as CaptioningEvent;
-		if (!(this.getNodeParameter('events', []) as EventType[]).includes(event.type))
-			return {
-				webhookResponse: {
-					received: true,
-					started: false,
-					reason: `${event.type} is not selected in Events`,
-				},
-			};
+		const selected = this.getNodeParameter('events', []) as EventType[];
+		const reason = `${event.type} is not selected in Events`;
+		if (!selected.includes(event.type))
+			return { webhookResponse: { received: true, started: false, reason } };
 		const said = { id: event.id, type: event.type, createdAt: event.created_at, verified: false };
+		answersOf(this).deliveredAt = Date.now();
 		return { workflowData: [[jobEventItem(event.data, said)]] };
 	}
 

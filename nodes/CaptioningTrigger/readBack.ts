@@ -5,7 +5,7 @@
 // of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
 // for a minute, and the read under way, which an execution that needs one waits for before it
 // reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
-// again.
+// again. The executions a read answered go on once the trigger's deliveries pause.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -23,6 +23,9 @@ const KEPT_MS = 60000;
 const MAX_PAGES = 20;
 /** At most one read of a trigger starts in this long: the executions that come meanwhile share it. */
 const SPACING_MS = 250;
+/** A run a shared read answered goes on once its trigger took no delivery for QUIET_MS, or after QUIET_WAIT_MS. */
+const QUIET_MS = 50;
+const QUIET_WAIT_MS = 3000;
 
 type Wanted = Pick<Job, 'id' | 'created_at'>;
 
@@ -34,20 +37,25 @@ interface Answers {
 	/** The executions that waited for the read under way, and how many went on since it answered. */
 	sharing?: { waited: number; wentOn: number };
 	lastReadAt: number;
+	/** When the trigger last took a delivery (in this process). */
+	deliveredAt: number;
 }
 
 const answers = new Map<string, Answers>();
 
-function answersOf(ctx: IExecuteFunctions): Answers {
+const quiet = (shared: Answers) => Date.now() - shared.deliveredAt >= QUIET_MS;
+
+export function answersOf(ctx: Pick<IExecuteFunctions, 'getNode' | 'getWorkflow'>): Answers {
 	for (const [key, shared] of answers) {
 		for (const [id, { at }] of shared.recent)
 			if (Date.now() - at > KEPT_MS) shared.recent.delete(id);
-		if (!shared.underWay && shared.waiting.size === 0 && shared.recent.size === 0)
+		if (!shared.underWay && !shared.waiting.size && !shared.recent.size && quiet(shared))
 			answers.delete(key);
 	}
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
-	if (!answers.has(key)) answers.set(key, { recent: new Map(), waiting: new Map(), lastReadAt: 0 });
+	if (!answers.has(key))
+		answers.set(key, { recent: new Map(), waiting: new Map(), lastReadAt: 0, deliveredAt: 0 });
 	return answers.get(key)!;
 }
 
@@ -86,6 +94,9 @@ async function readOnce(
 		// The executions a read answers go on spread over SPACING_MS, not at once: n8n stores each
 		// execution's end, and a crowd of ends delays its answers to the deliveries that come meanwhile.
 		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
+		// …and while deliveries come, not at all: n8n answers them sooner with no run ending meanwhile.
+		for (const until = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < until; )
+			await sleep(QUIET_MS / 2);
 	}
 	shared.sharing = undefined;
 	const reading = (async () => {
@@ -105,11 +116,7 @@ async function readOnce(
  * The job as the API returns it (or the error reading it): read again, 1 s, 2 s, 4 s… apart, while
  * it is not final, until it shows `status` or STATUS_WAIT_MINUTES have passed. A final job is final.
  */
-async function readUntilShown(
-	ctx: IExecuteFunctions,
-	job: Wanted,
-	status: Job['status'],
-): Promise<Job | Error> {
+async function readUntilShown(ctx: IExecuteFunctions, job: Wanted, status: Job['status']) {
 	const shared = answersOf(ctx);
 	const until = Date.now() + STATUS_WAIT_MINUTES * 60000;
 	shared.waiting.set(job.id, job);
