@@ -483,6 +483,32 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(ranWith(t)).toEqual([b]);
 	});
 
+	test('the runs a shared read answered go on once the deliveries pause', async () => {
+		const t = await start();
+		const ids: string[] = [];
+		for (let n = 0; n < 62; n++) ids.push(await order(undeliverable(t)));
+		for (const id of ids) sb.completeJob(id);
+		const [a, b, ...others] = ids;
+		sb.resetLedger();
+		sb.setLatency(300);
+		try {
+			const posted = [post(t.url, completedEvent(a, 'evt_a'))];
+			while (sb.maxInFlight() < 1) await new Promise((r) => setTimeout(r, 5));
+			posted.push(post(t.url, completedEvent(b, 'evt_b')));
+			// Deliveries come 10 ms apart, for longer than the read under way takes.
+			for (const [n, id] of others.entries()) {
+				expect(ranWith(t)).not.toContain(b);
+				posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
+				await new Promise((r) => setTimeout(r, 10));
+			}
+			await Promise.all(posted);
+			await t.idle();
+		} finally {
+			sb.setLatency(0);
+		}
+		expect(ranWith(t).sort()).toEqual([...ids].sort());
+	});
+
 	const BURST = 150;
 
 	test(`${BURST} jobs finish within 2 s, each event delivered once, reads limited to 10/s: one run per job, every event answered 200`, async () => {
