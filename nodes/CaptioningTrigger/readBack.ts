@@ -96,7 +96,7 @@ async function readOnce(
 		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
 		// …and while deliveries come, not at all: n8n answers them sooner with no run ending meanwhile.
 		for (const until = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < until; )
-			await sleep(QUIET_MS / 2);
+			await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 	}
 	shared.sharing = undefined;
 	const reading = (async () => {
