@@ -5,7 +5,7 @@
 // of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
 // for a minute, and the read under way, which an execution that needs one waits for before it
 // reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
-// again. The executions a read answered go on once the trigger's deliveries pause.
+// again. An execution that read goes on once the trigger's deliveries pause.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -23,7 +23,7 @@ const KEPT_MS = 60000;
 const MAX_PAGES = 20;
 /** At most one read of a trigger starts in this long: the executions that come meanwhile share it. */
 const SPACING_MS = 250;
-/** A run a shared read answered goes on once its trigger took no delivery for QUIET_MS, or after QUIET_WAIT_MS. */
+/** A run that read goes on once its trigger took no delivery for QUIET_MS, or after QUIET_WAIT_MS. */
 const QUIET_MS = 50;
 const QUIET_WAIT_MS = 3000;
 
@@ -94,9 +94,6 @@ async function readOnce(
 		// The executions a read answers go on spread over SPACING_MS, not at once: n8n stores each
 		// execution's end, and a crowd of ends delays its answers to the deliveries that come meanwhile.
 		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
-		// …and while deliveries come, not at all: n8n answers them sooner with no run ending meanwhile.
-		for (const until = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < until; )
-			await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 	}
 	shared.sharing = undefined;
 	const reading = (async () => {
@@ -123,6 +120,9 @@ async function readUntilShown(ctx: IExecuteFunctions, job: Wanted, status: Job['
 	try {
 		for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
 			const shown = await readOnce(ctx, job, shared);
+			// Not while deliveries come: n8n answers them sooner with no run ending meanwhile.
+			for (const by = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < by; )
+				await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 			if (shown instanceof Error || shown.status === status || isFinal(shown)) return shown;
 			if (Date.now() + delay > until) return shown;
 			await sleep(delay, ctx.getExecutionCancelSignal());
