@@ -5,7 +5,7 @@
 // of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
 // for a minute, and the read under way, which an execution that needs one waits for before it
 // reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
-// again. An execution reads, and goes on, once the trigger's deliveries pause.
+// again. An execution that read goes on once the trigger's deliveries pause.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -23,7 +23,7 @@ const KEPT_MS = 60000;
 const MAX_PAGES = 20;
 /** At most one read of a trigger starts in this long: the executions that come meanwhile share it. */
 const SPACING_MS = 250;
-/** A run reads, and goes on, once its trigger took no delivery for QUIET_MS, or after QUIET_WAIT_MS. */
+/** A run that read goes on once its trigger took no delivery for QUIET_MS, or after QUIET_WAIT_MS. */
 const QUIET_MS = 50;
 const QUIET_WAIT_MS = 3000;
 
@@ -34,6 +34,8 @@ interface Answers {
 	recent: Map<string, { job: Job; at: number }>;
 	waiting: Map<string, Wanted>;
 	underWay?: Promise<unknown>;
+	/** The executions that waited for the read under way, and how many went on since it answered. */
+	sharing?: { waited: number; wentOn: number };
 	lastReadAt: number;
 	/** When the trigger last took a delivery (in this process). */
 	deliveredAt: number;
@@ -77,15 +79,6 @@ async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promi
 	}
 }
 
-/**
- * Until the trigger has taken no delivery for QUIET_MS, at most QUIET_WAIT_MS: n8n answers a burst's
- * deliveries sooner with no run reading or ending meanwhile, and one read after it answers them all.
- */
-async function paused(ctx: IExecuteFunctions, shared: Answers): Promise<void> {
-	for (const by = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < by; )
-		await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
-}
-
 /** The job as one read shows it: a final job another read showed, or after the read under way, or this execution's own. */
 async function readOnce(
 	ctx: IExecuteFunctions,
@@ -95,8 +88,14 @@ async function readOnce(
 	for (;;) {
 		if (shared.recent.has(job.id)) return shared.recent.get(job.id)!.job;
 		if (!shared.underWay) break;
+		const sharing = (shared.sharing ??= { waited: 0, wentOn: 0 });
+		sharing.waited++;
 		await shared.underWay;
+		// The executions a read answers go on spread over SPACING_MS, not at once: n8n stores each
+		// execution's end, and a crowd of ends delays its answers to the deliveries that come meanwhile.
+		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
 	}
+	shared.sharing = undefined;
 	const reading = (async () => {
 		await sleep(Math.max(0, shared.lastReadAt + SPACING_MS - Date.now()));
 		shared.lastReadAt = Date.now();
@@ -120,9 +119,10 @@ async function readUntilShown(ctx: IExecuteFunctions, job: Wanted, status: Job['
 	shared.waiting.set(job.id, job);
 	try {
 		for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
-			await paused(ctx, shared);
 			const shown = await readOnce(ctx, job, shared);
-			await paused(ctx, shared);
+			// Not while deliveries come: n8n answers them sooner with no run ending meanwhile.
+			for (const by = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < by; )
+				await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 			if (shown instanceof Error || shown.status === status || isFinal(shown)) return shown;
 			if (Date.now() + delay > until) return shown;
 			await sleep(delay, ctx.getExecutionCancelSignal());

@@ -483,7 +483,7 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(ranWith(t)).toEqual([b]);
 	});
 
-	test('while deliveries come, no run starts a read or ends: they read together once the deliveries pause', async () => {
+	test('the runs that read go on once the deliveries pause, the reading one too', async () => {
 		const t = await start();
 		const ids: string[] = [];
 		for (let n = 0; n < 62; n++) ids.push(await order(undeliverable(t)));
@@ -495,10 +495,9 @@ describe('bursts: events that arrive together are read back together', () => {
 			const posted = [post(t.url, completedEvent(a, 'evt_a'))];
 			while (sb.maxInFlight() < 1) await new Promise((r) => setTimeout(r, 5));
 			posted.push(post(t.url, completedEvent(b, 'evt_b')));
-			// Deliveries come 10 ms apart, for longer than the read under way takes.
+			// Deliveries come 10 ms apart, for longer than the read under way takes: no run ends meanwhile.
 			for (const [n, id] of others.entries()) {
 				expect(ranWith(t)).toEqual([]);
-				expect(reads()).toBeLessThan(2); // the first run's, before the deliveries
 				posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
 				await new Promise((r) => setTimeout(r, 10));
 			}
