@@ -2,12 +2,12 @@
 // e2e suite does): 150 jobs finish within 2 s, 10 reads/s; the p95 time until n8n answered a first
 // try, against n8n's own Webhook node given the same burst in the same n8n (test/real/burst.ts),
 // bursts alternating, a round per target (two for the No Op workflows under lazy isolates) after
-// one round not measured. Under n8n's defaults each
-// event is delivered twice (and reads per event are counted); with lazy isolates (as
-// docs/triggers.md recommends for bursts) once, to the trigger (Verify Events, then a No Op, like
-// the Webhook node's workflow) whose credential sets a token of its own, to the one with the
-// workspace's token, and to the workflow README sets up (the workspace's token, Attach Captions
-// SRT, a file per job) against the Webhook node writing a file per event the same way.
+// one round not measured. Under n8n's defaults each event is delivered twice (and reads per event
+// are counted); with lazy isolates (as docs/triggers.md recommends for bursts) once, to the trigger
+// (Verify Events, then a No Op, like the Webhook node's workflow) whose credential sets a token of
+// its own, to the one with the workspace's token, and to the workflow README sets up (the
+// workspace's token, Attach Captions SRT, a file per job) against the Webhook node writing a file
+// per event the same way.
 import {
 	activateBurstWorkflows,
 	BURST_EVENTS,
