@@ -77,9 +77,12 @@ describe.each(VERSIONS)(
 
 		/** Waits until the files of these jobs are written, then two polls more. */
 		const reported = async (folder: string, ids: string[]) => {
-			await api.waitFor(`${ids.length} SRT files`, async () =>
-				ids.every((id) => written(folder)[id]) ? true : undefined,
-			);
+			const missing = () => ids.filter((id) => !written(folder)[id]);
+			await api
+				.waitFor(`${ids.length} SRT files`, async () => (missing().length ? undefined : true))
+				.catch((error: Error) => {
+					throw new Error(`${missing().length} missing: ${missing().join(', ')}; ${error.message}`);
+				});
 			await sleep(2 * EVERY_SECONDS * 1000 + 2000);
 		};
 
