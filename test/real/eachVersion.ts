@@ -5,7 +5,8 @@
 // limit) go first, two at most at once (as when each version had a process) and never the same
 // suite of both versions together (two bursts at once answered 7 times slower), then the longest.
 // Each suite has its own n8n instance, sandbox and ports. The package is packed once, before any
-// starts (a pack builds dist/, which two packs at once would race on). Suites that are not per
+// starts (a pack builds dist/, which two packs at once would race on), and each version installed
+// (test/real/install-n8n.sh: one install of a folder at a time). Suites that are not per
 // version (the scanner, the AI tool) run once, with the last version; the templates' suite once,
 // with the newest. Prints each suite's time and CPU time at the end.
 // Arguments go to jest (a path pattern picks suites); N8N_E2E_VERSIONS picks versions;
@@ -15,6 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 
+import { installN8n } from './install';
 import { packPackage } from './instance';
 
 const VERSIONS = (process.env.N8N_E2E_VERSIONS ?? '2.41.1,1.122.5').split(',').filter(Boolean);
@@ -135,6 +137,8 @@ async function runSuite(suite: Suite, tgz: string, started: number): Promise<Res
 void (async () => {
 	const started = Date.now();
 	const tgz = await packPackage();
+	// Outside the suites' time limits: minutes on a fresh machine, instant after.
+	await Promise.all(VERSIONS.map(async (version) => await installN8n(version, console.log)));
 	const files = await listSuites();
 	const queue: Suite[] = VERSIONS.flatMap((version, n) =>
 		files

