@@ -1,13 +1,13 @@
 // 9. A burst at the webhook trigger, in real n8n 2.41.1 (installed into the cache if missing, as the
 // e2e suite does): 150 jobs finish within 2 s, 10 reads/s; the p95 time until n8n answered a first
 // try, against n8n's own Webhook node given the same burst in the same n8n (test/real/burst.ts),
-// bursts alternating, a round per target (two for the No Op workflows under lazy isolates) after
-// one round not measured. Under n8n's defaults each event is delivered twice (and reads per event
-// are counted); with lazy isolates (as docs/triggers.md recommends for bursts) once, to the trigger
-// (Verify Events, then a No Op, like the Webhook node's workflow) whose credential sets a token of
-// its own, to the one with the workspace's token, and to the workflow README sets up (the
-// workspace's token, Attach Captions SRT, a file per job) against the Webhook node writing a file
-// per event the same way.
+// bursts alternating, a round per target (three for the No Op workflows under lazy isolates,
+// whose figure is the median of a target's bursts' p95) after one round not measured. Under n8n's
+// defaults each event is delivered twice (and reads per event are counted); with lazy isolates (as
+// docs/triggers.md recommends for bursts) once, to the trigger (Verify Events, then a No Op, like
+// the Webhook node's workflow) whose credential sets a token of its own, to the one with the
+// workspace's token, and to the workflow README sets up (the workspace's token, Attach Captions
+// SRT, a file per job) against the Webhook node writing a file per event the same way.
 import {
 	activateBurstWorkflows,
 	BURST_EVENTS,
@@ -20,7 +20,7 @@ import { createN8n, installN8n, tempFolder } from '../../test/real/instance';
 import { tlsPair } from '../../test/helpers/https';
 import { createSandbox } from '../../test/helpers/sandbox';
 import type { Row, Section } from '../support';
-import { log, p95, round } from '../support';
+import { log, median, p95, round } from '../support';
 
 type Target =
 	| 'webhookNode'
@@ -46,6 +46,7 @@ async function measure(
 		await n8n.start();
 		await activateBurstWorkflows(n8n, captions !== undefined);
 		const firstTries = new Map<Target, number[]>(targets.map((t) => [t, []]));
+		const burstP95s = new Map<Target, number[]>(targets.map((t) => [t, []]));
 		let reads = 0;
 		let events = 0;
 		// A round per target, each starting one target later: every target comes in every place once
@@ -65,6 +66,7 @@ async function measure(
 			firstTries
 				.get(target)!
 				.push(...burst.deliveries.filter((d) => d.attempt === 1).map((d) => d.ms ?? Infinity));
+			burstP95s.get(target)!.push(burst.p95Ms);
 			if (target === 'trigger') {
 				reads += burst.reads;
 				events += burst.events;
@@ -73,7 +75,7 @@ async function measure(
 				`  ${target}: ${burst.reads} reads, p95 answer ${burst.p95Ms} ms, ${burst.deliveries.filter((d) => d.attempt > 1).length} deliveries tried again`,
 			);
 		}
-		return { reads, events, firstTries };
+		return { reads, events, firstTries, burstP95s };
 	} finally {
 		await n8n.stop();
 		await sb.close();
@@ -102,12 +104,18 @@ export const triggerBurst: Section = {
 	async run() {
 		const b = await measure({}, true, ['webhookNode', 'trigger']);
 		const lazyEnv = { N8N_EXPRESSION_ENGINE_LAZY_ACQUIRE: 'true' };
-		const lazy = await measure(lazyEnv, false, ['webhookNode', 'trigger', 'triggerWorkspace'], 2);
+		const lazy = await measure(lazyEnv, false, ['webhookNode', 'trigger', 'triggerWorkspace'], 3);
 		// README's set-up in an n8n of its own: a burst of isolates slows the next bursts for a while.
 		const files = await measure(lazyEnv, false, ['triggerDerived', 'webhookNodeWrite']);
 		const defaultsP95 = p95In(b.firstTries);
-		const lazyP95 = p95In(new Map([...lazy.firstTries, ...files.firstTries]));
+		// Lazy isolates: the median of a target's bursts' p95 (n8n's major collection slows the burst
+		// it meets, of either target), beside the p95 of all its first tries.
+		const bursts = new Map([...lazy.burstP95s, ...files.burstP95s]);
+		const lazyP95 = (t: Target) => median(bursts.get(t)!);
+		const pooledP95 = p95In(new Map([...lazy.firstTries, ...files.firstTries]));
 		const vs = (t: keyof typeof REFERENCE) => round(lazyP95(t) / lazyP95(REFERENCE[t]));
+		const measured = (t: Target) =>
+			`${lazyP95(t)} ms (the median of ${bursts.get(t)!.length} bursts' p95: ${bursts.get(t)!.join(', ')}; all first tries ${pooledP95(t)} ms)`;
 		const figures = {
 			triggerBurstReadsPerEvent: round(b.reads / b.events),
 			triggerBurstP95VsWebhookNode: round(defaultsP95('trigger') / defaultsP95('webhookNode')),
@@ -137,8 +145,8 @@ export const triggerBurst: Section = {
 				...(['triggerWorkspace', 'trigger', 'triggerDerived'] as const).map(
 					(t): Row => [
 						`lazy isolates, each once: p95 answer vs n8n's Webhook node (${LABELS[t]})`,
-						`${lazyP95(t)} ms`,
-						`Webhook node${REFERENCE[t] === 'webhookNodeWrite' ? ', a file per event,' : ''} ${lazyP95(REFERENCE[t])} ms`,
+						measured(t),
+						`Webhook node${REFERENCE[t] === 'webhookNodeWrite' ? ', a file per event,' : ''} ${measured(REFERENCE[t])}`,
 						`${vs(t)}×`,
 						'≤ 1.2×',
 						vs(t) <= 1.2,
