@@ -81,7 +81,8 @@ describe.each(VERSIONS)(
 			await api
 				.waitFor(`${ids.length} SRT files`, async () => (missing().length ? undefined : true))
 				.catch((error: Error) => {
-					throw new Error(`${missing().length} missing: ${missing().join(', ')}; ${error.message}`);
+					const left = missing();
+					throw new Error(`${left.length} missing: ${left.join(', ')}; ${error.message}`);
 				});
 			await sleep(2 * EVERY_SECONDS * 1000 + 2000);
 		};

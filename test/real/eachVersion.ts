@@ -138,7 +138,7 @@ void (async () => {
 	const started = Date.now();
 	const tgz = await packPackage();
 	// Outside the suites' time limits: minutes on a fresh machine, instant after.
-	await Promise.all(VERSIONS.map(async (version) => await installN8n(version, console.log)));
+	await Promise.all(VERSIONS.map((version) => installN8n(version, console.log)));
 	const files = await listSuites();
 	const queue: Suite[] = VERSIONS.flatMap((version, n) =>
 		files
