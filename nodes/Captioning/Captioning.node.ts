@@ -103,11 +103,7 @@ export class Captioning implements INodeType {
 	// n8n's community lint (webhook-lifecycle-complete) asks every node with a webhook for these. The
 	// only webhook is a restart webhook, which n8n never registers on activation: nothing to create.
 	webhookMethods = {
-		default: {
-			checkExists: async () => true,
-			create: async () => true,
-			delete: async () => true,
-		},
+		default: { checkExists: async () => true, create: async () => true, delete: async () => true },
 	};
 
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {

@@ -66,11 +66,7 @@ export const binaryPropertyNameField: INodeProperties = {
 };
 
 /** The captions a node is set to download: which formats, where they go, and the binary field. */
-export interface CaptionSettings {
-	formats: CaptionFormat[];
-	as: CaptionsAs;
-	field: string;
-}
+export type CaptionSettings = { formats: CaptionFormat[]; as: CaptionsAs; field: string };
 
 /**
  * The caption settings of item i, refused before any request when they cannot work: no format, or
@@ -145,10 +141,7 @@ function captionFileName(job: Job, format: CaptionFormat): string {
 }
 
 /** A format whose file could not be downloaded, and why. */
-interface CaptionFailure {
-	format: CaptionFormat;
-	error: Error;
-}
+type CaptionFailure = { format: CaptionFormat; error: Error };
 
 /** Refuses a job without these captions (not completed, cancelled, or a format not listed). */
 function captionsOf(

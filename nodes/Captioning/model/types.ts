@@ -77,17 +77,9 @@ export interface Job {
 	completed_at: string | null;
 }
 
-export interface Upload {
-	id: string;
-	object: 'upload';
-	upload_url: string;
-}
+export type Upload = { id: string; object: 'upload'; upload_url: string };
 
-export interface JobList {
-	object: 'list';
-	data: Job[];
-	has_more: boolean;
-}
+export type JobList = { object: 'list'; data: Job[]; has_more: boolean };
 
 /** The service's error body (part 2.6), plus what the transport knows about the response. */
 export interface ServiceError {

@@ -25,10 +25,7 @@ import type { Order, OrderNames } from './keys';
 import { namesOf, ORDER_TAG } from './keys';
 
 /** What the node context keeps for a Retry, by order: its upload; a file's hash by its binary-store id. */
-function retryContext(ctx: IExecuteFunctions): {
-	uploads: Record<string, string>;
-	digests: Record<string, string>;
-} {
+function retryContext(ctx: IExecuteFunctions) {
 	const context = ctx.getContext('node') as IDataObject;
 	return {
 		uploads: (context.captioningUploads ??= {}) as Record<string, string>,
@@ -37,11 +34,7 @@ function retryContext(ctx: IExecuteFunctions): {
 }
 
 /** A file order's file: its SHA-256 and upload where it was read, and how to upload it later. */
-interface ReadFile {
-	sha?: string;
-	uploadId?: string;
-	upload: () => Promise<string>;
-}
+type ReadFile = { sha?: string; uploadId?: string; upload: () => Promise<string> };
 
 /**
  * A file order's file, read within the run's Concurrency for files. Without a key it is uploaded

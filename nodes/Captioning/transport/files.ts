@@ -7,10 +7,7 @@ import { apiRequest, sendWithRetries } from './index';
 import type { ApiContext } from './service';
 import { CREDENTIAL_NAME, httpUrl, serviceOf, underBaseUrl } from './service';
 
-export interface Download {
-	data: Buffer;
-	contentType: string;
-}
+export type Download = { data: Buffer; contentType: string };
 
 const READ_AGAIN = 'Read the job again with Job → Get; if this persists, contact the service.';
 

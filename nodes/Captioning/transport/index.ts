@@ -9,7 +9,6 @@ import { hideSecrets } from './secrets';
 import { sleep } from './sleep';
 import { mayHaveReached } from './networkErrors';
 
-export type { ApiContext };
 export { cancelSignal, CREDENTIAL_NAME, KEY_RELIED_ON_MS, sendWithRetries, sleep };
 
 interface ApiRequestOptions {

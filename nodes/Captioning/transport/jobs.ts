@@ -4,7 +4,7 @@ import type { IDataObject } from 'n8n-workflow';
 import { NodeApiError } from 'n8n-workflow';
 
 import type { Job, JobList } from '../model/types';
-import type { ApiContext } from './index';
+import type { ApiContext } from './service';
 import { apiRequest } from './index';
 
 /** Jobs a page of the list holds: the most `limit` may ask for (shared/DESIGN.md, read endpoints). */

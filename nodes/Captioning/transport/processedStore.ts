@@ -61,10 +61,8 @@ export class ProcessedStore {
 				});
 			};
 			const answer = (queues.get(this.queue) ?? Promise.resolve()).then(run, run);
-			queues.set(
-				this.queue,
-				answer.catch(() => undefined),
-			);
+			const settled = answer.catch(() => undefined);
+			queues.set(this.queue, settled);
 			call = this.next[kind] = { values, answer };
 		}
 		const first = !call.values.has(value);

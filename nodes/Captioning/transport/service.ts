@@ -19,10 +19,7 @@ export function baseUrlOf(credentials: { baseUrl?: unknown }): string {
 }
 
 /** The service as the credentials name it: the checked Base URL, and the rate limits of their key there. */
-interface Service {
-	baseUrl: string;
-	rateLimits: KeyRateLimits;
-}
+type Service = { baseUrl: string; rateLimits: KeyRateLimits };
 
 /**
  * The credentials' Base URL, checked and without a trailing slash, and the rate limits shared by
