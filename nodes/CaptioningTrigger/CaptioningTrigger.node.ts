@@ -14,8 +14,12 @@ import { attachSettings, jobEventItem, withCaptions } from '../Captioning/events
 import type { CaptioningEvent, EventType } from '../Captioning/model/events';
 import { eventProblem } from '../Captioning/model/events';
 import { ProcessedStore } from '../Captioning/transport/processedStore';
-import { answersOf, readBackItem } from './readBack';
+import { answersOf, deliveriesPause, readBackItem } from './readBack';
 import { learnTokens, takesToken } from './tokens';
+
+/** What the deduplication store records of a reported item: its job's final status. */
+const newsOf = (item: INodeExecutionData) =>
+	`${String(item.json.id)} ${String(item.json.event_type)}`;
 
 /** Answers a delivery that starts nothing with its status and why: n8n answers nothing more. */
 function refused(ctx: IWebhookFunctions, status: number, error: string): IWebhookResponseData {
@@ -112,17 +116,39 @@ export class CaptioningTrigger implements INodeType {
 	 * news that an earlier production execution reported goes no further either (n8n's deduplication
 	 * store); a Retry or a test run is the user's own and always goes on. With Attach Captions the
 	 * captions are downloaded here, where a failure is the execution's and its Retry downloads again.
+	 * The execution ends once the trigger's deliveries pause; its captions download meanwhile.
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const verify = this.getNodeParameter('verify', 0, true) as boolean;
 		const attach = attachSettings(this);
 		const reported = this.getMode() === 'webhook' ? ProcessedStore.of(this) : undefined;
-		const items: INodeExecutionData[] = [];
+		const read: INodeExecutionData[] = [];
 		for (const [i, input] of this.getInputData().entries()) {
 			const item = await readBackItem(this, input, verify, attach !== undefined);
-			const news = `${String(item?.json.id)} ${String(item?.json.event_type)}`;
-			if (item && !(await reported?.record(news))) items.push({ ...item, pairedItem: { item: i } });
+			if (item) read.push({ ...item, pairedItem: { item: i } });
 		}
-		return [attach ? await withCaptions(this, items, attach) : items];
+		const download = async (items: INodeExecutionData[]) =>
+			attach ? await withCaptions(this, items, attach) : items;
+		// A copy of news another run took (an event delivered twice) asks the store after that run,
+		// and downloads its captions only if the store has the news as new.
+		const { taken } = answersOf(this);
+		const before = read.map((item) => reported && taken.get(newsOf(item))?.recorded);
+		const early = read.filter((_, k) => !before[k]);
+		let recorded = () => {};
+		const recording = new Promise<void>((resolve) => (recorded = resolve));
+		for (const item of early) taken.set(newsOf(item), { at: Date.now(), recorded: recording });
+		const downloads = download(early);
+		const kept: INodeExecutionData[] = [];
+		try {
+			await deliveriesPause(this);
+			await Promise.all(before);
+			for (const item of read) if (!(await reported?.record(newsOf(item)))) kept.push(item);
+		} finally {
+			recorded();
+		}
+		const ready = new Map((await downloads).map((item, k) => [early[k], item]));
+		const late = kept.filter((item) => !ready.has(item));
+		(await download(late)).forEach((item, k) => ready.set(late[k], item));
+		return [kept.map((item) => ready.get(item)!)];
 	}
 }

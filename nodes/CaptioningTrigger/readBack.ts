@@ -5,7 +5,7 @@
 // of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
 // for a minute, and the read under way, which an execution that needs one waits for before it
 // reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
-// again. An execution that read goes on once the trigger's deliveries pause.
+// again. An execution goes on once the trigger's deliveries pause.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -36,26 +36,30 @@ interface Answers {
 	underWay?: Promise<unknown>;
 	/** The executions that waited for the read under way, and how many went on since it answered. */
 	sharing?: { waited: number; wentOn: number };
-	lastReadAt: number;
+	lastReadAt?: number;
 	/** When the trigger last took a delivery (in this process). */
-	deliveredAt: number;
+	deliveredAt?: number;
+	/** The news its runs took in the last minute, and when each run's store answer is in. */
+	taken: Map<string, { at: number; recorded: Promise<void> }>;
 }
 
 const answers = new Map<string, Answers>();
 
-const quiet = (shared: Answers) => Date.now() - shared.deliveredAt >= QUIET_MS;
+const quiet = (shared: Answers) => Date.now() - (shared.deliveredAt ?? 0) >= QUIET_MS;
 
 export function answersOf(ctx: Pick<IExecuteFunctions, 'getNode' | 'getWorkflow'>): Answers {
 	for (const [key, shared] of answers) {
 		for (const [id, { at }] of shared.recent)
 			if (Date.now() - at > KEPT_MS) shared.recent.delete(id);
-		if (!shared.underWay && !shared.waiting.size && !shared.recent.size && quiet(shared))
-			answers.delete(key);
+		for (const [news, { at }] of shared.taken)
+			if (Date.now() - at > KEPT_MS) shared.taken.delete(news);
+		const idle = !shared.waiting.size && !shared.recent.size && !shared.taken.size;
+		if (!shared.underWay && idle && quiet(shared)) answers.delete(key);
 	}
 	const credential = ctx.getNode().credentials?.[CREDENTIAL_NAME]?.id ?? '';
 	const key = `${ctx.getWorkflow().id ?? ''}:${ctx.getNode().id}:${credential}`;
 	if (!answers.has(key))
-		answers.set(key, { recent: new Map(), waiting: new Map(), lastReadAt: 0, deliveredAt: 0 });
+		answers.set(key, { recent: new Map(), waiting: new Map(), taken: new Map() });
 	return answers.get(key)!;
 }
 
@@ -97,7 +101,7 @@ async function readOnce(
 	}
 	shared.sharing = undefined;
 	const reading = (async () => {
-		await sleep(Math.max(0, shared.lastReadAt + SPACING_MS - Date.now()));
+		await sleep(Math.max(0, (shared.lastReadAt ?? 0) + SPACING_MS - Date.now()));
 		shared.lastReadAt = Date.now();
 		return await read(ctx, job, shared);
 	})();
@@ -120,9 +124,6 @@ async function readUntilShown(ctx: IExecuteFunctions, job: Wanted, status: Job['
 	try {
 		for (let delay = 1000; ; delay = Math.min(delay * 2, 30000)) {
 			const shown = await readOnce(ctx, job, shared);
-			// Not while deliveries come: n8n answers them sooner with no run ending meanwhile.
-			for (const by = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < by; )
-				await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 			if (shown instanceof Error || shown.status === status || isFinal(shown)) return shown;
 			if (Date.now() + delay > until) return shown;
 			await sleep(delay, ctx.getExecutionCancelSignal());
@@ -130,6 +131,13 @@ async function readUntilShown(ctx: IExecuteFunctions, job: Wanted, status: Job['
 	} finally {
 		shared.waiting.delete(job.id);
 	}
+}
+
+/** Once the trigger's deliveries pause: n8n answers them sooner with no run ending meanwhile. */
+export async function deliveriesPause(ctx: IExecuteFunctions): Promise<void> {
+	const shared = answersOf(ctx);
+	for (const by = Date.now() + QUIET_WAIT_MS; !quiet(shared) && Date.now() < by; )
+		await sleep(QUIET_MS / 2, ctx.getExecutionCancelSignal());
 }
 
 /**

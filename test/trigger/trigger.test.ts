@@ -509,6 +509,43 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(ranWith(t).sort()).toEqual([...ids].sort());
 	});
 
+	test('with Attach Captions the captions download while deliveries still come; no run ends before they pause', async () => {
+		const t = await start({ attachCaptions: true, formats: ['srt'] });
+		const ids: string[] = [];
+		for (let n = 0; n < 40; n++) ids.push(await order(undeliverable(t)));
+		for (const id of ids) sb.completeJob(id);
+		sb.resetLedger();
+		const posted: Array<Promise<unknown>> = [];
+		let downloadedMeanwhile = 0;
+		for (const [n, id] of ids.entries()) {
+			expect(ranWith(t)).toEqual([]);
+			downloadedMeanwhile = sb.ledger.captionDownloads.length;
+			posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
+			await new Promise((r) => setTimeout(r, 20));
+		}
+		await Promise.all(posted);
+		await t.idle();
+		expect(downloadedMeanwhile).toBeGreaterThan(0);
+		expect(ranWith(t).sort()).toEqual([...ids].sort());
+		expect(sb.ledger.captionDownloads.map((d) => d.jobId).sort()).toEqual([...ids].sort());
+	});
+
+	test('with Attach Captions an event delivered twice at once downloads its captions once, and runs once', async () => {
+		const t = await start({ attachCaptions: true, formats: ['srt'] });
+		const ids: string[] = [];
+		for (let n = 0; n < 20; n++) ids.push(await order(undeliverable(t)));
+		for (const id of ids) sb.completeJob(id);
+		sb.resetLedger();
+		const posted = ids.flatMap((id, n) => [
+			post(t.url, completedEvent(id, `evt_${n}`)),
+			post(t.url, completedEvent(id, `evt_${n}`)),
+		]);
+		await Promise.all(posted);
+		await t.idle();
+		expect(ranWith(t).sort()).toEqual([...ids].sort());
+		expect(sb.ledger.captionDownloads.map((d) => d.jobId).sort()).toEqual([...ids].sort());
+	});
+
 	const BURST = 150;
 
 	test(`${BURST} jobs finish within 2 s, each event delivered once, reads limited to 10/s: one run per job, every event answered 200`, async () => {
