@@ -129,10 +129,15 @@ export class CaptioningTrigger implements INodeType {
 		}
 		const download = async (items: INodeExecutionData[]) =>
 			attach ? await withCaptions(this, items, attach) : items;
-		// A copy of news another run took (an event delivered twice) asks the store after that run,
-		// and downloads its captions only if the store has the news as new.
+		// A copy of news another run took (an event delivered twice, a minute at most since the last
+		// copy) asks the store after that run, and downloads its captions only if the store has the
+		// news as new.
 		const { taken } = answersOf(this);
-		const before = read.map((item) => reported && taken.get(newsOf(item))?.recorded);
+		const before = read.map((item) => {
+			const other = reported && taken.get(newsOf(item));
+			if (other) other.at = Date.now();
+			return other?.recorded;
+		});
 		const early = read.filter((_, k) => !before[k]);
 		let recorded = () => {};
 		const recording = new Promise<void>((resolve) => (recorded = resolve));

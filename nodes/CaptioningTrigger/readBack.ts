@@ -39,7 +39,7 @@ interface Answers {
 	lastReadAt?: number;
 	/** When the trigger last took a delivery (in this process). */
 	deliveredAt?: number;
-	/** The news its runs took in the last minute, and when each run's store answer is in. */
+	/** The news its runs took, until a minute passes with no copy, and when each run's store answer is in. */
 	taken: Map<string, { at: number; recorded: Promise<void> }>;
 }
 
