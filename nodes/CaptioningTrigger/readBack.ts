@@ -84,11 +84,7 @@ async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promi
 }
 
 /** The job as one read shows it: a final job another read showed, or after the read under way, or this execution's own. */
-async function readOnce(
-	ctx: IExecuteFunctions,
-	job: Wanted,
-	shared: Answers,
-): Promise<Job | Error> {
+async function readOnce(ctx: IExecuteFunctions, job: Wanted, shared: Answers) {
 	for (;;) {
 		if (shared.recent.has(job.id)) return shared.recent.get(job.id)!.job;
 		if (!shared.underWay) break;

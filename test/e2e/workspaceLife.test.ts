@@ -196,7 +196,29 @@ describe.each(VERSIONS)("n8n %s: a workspace's whole life", (version) => {
 					ORDERS,
 				),
 				listingWorkflow('wfLifeListing01', 'life-listing'),
-				batchWaitWorkflow('wfLifeAhead0001', 'life-ahead', urls('ahead', 2), 10, ORDERS),
+				batchWaitWorkflow(
+					'wfLifeAhead0001',
+					'life-ahead',
+					urls('ahead', 2),
+					10,
+					ORDERS,
+					{},
+					undefined,
+					[
+						// Each run of Next asks GET /jobs/<id>?from=next per item (no key: answered 401, ignored).
+						node(
+							'wfLifeAhead0001',
+							'Probe',
+							'n8n-nodes-base.httpRequest',
+							4.2,
+							{
+								url: `=${sb.baseUrl}/jobs/{{ $json.id }}?from=next`,
+								options: { response: { response: { neverError: true } } },
+							},
+							1000,
+						),
+					],
+				),
 				batchWaitWorkflow('wfLifeHistory01', 'life-history', urls('history', 1), 10, ORDERS),
 				...(['a', 'b'] as const).map((retry) =>
 					batchWaitWorkflow(
@@ -312,7 +334,7 @@ describe.each(VERSIONS)("n8n %s: a workspace's whole life", (version) => {
 		300000,
 	);
 
-	test('On Webhook, two items whose events come 150 s before reads show the jobs completed: each answered at once, the execution resumes with both completed, well before its 10-minute Timeout', async () => {
+	test('On Webhook, two items whose events come 150 s before reads show the jobs completed: each answered at once, the execution resumes once with both completed, well before its 10-minute Timeout', async () => {
 		const list = urls('ahead', 2);
 		const since = await ids('wfLifeAhead0001');
 		expect((await n8n.post('/webhook/life-ahead', {})).status).toBe(200);
@@ -349,6 +371,9 @@ describe.each(VERSIONS)("n8n %s: a workspace's whole life", (version) => {
 			jobs.map((id) => [id, 'completed']),
 		);
 		expect(endedAfterS).toBeLessThan(300);
+		// Both events' reads show the jobs completed at once: the execution resumes once, not twice.
+		const probes = sb.ledger.requests.filter((r) => r.query.from === 'next');
+		expect(probes.map((r) => r.path).sort()).toEqual(jobs.map((id) => `/jobs/${id}`).sort());
 		console.log(
 			`n8n ${version}: 2 events 150 s ahead, answered in ${answers.map((d) => d.ms).join(', ')} ms: resumed with both completed ${endedAfterS.toFixed(0)} s after`,
 		);

@@ -2,8 +2,9 @@
 // n8n's WaitingWebhooks and WebhookHelpers do: the node's run popped, the webhook run in a
 // WebhookContext over the saved execution data, its workflowData put in place of the node's input,
 // the node disabled so that data passes through) or by time (WorkflowExecute's own handling of
-// waitTill). Served over HTTPS, so the sandbox delivers the service's events to it. n8n lets one of
-// several racing resumes win and answers the others 500; so does this. (The e2e suite runs n8n.)
+// waitTill). Served over HTTPS, so the sandbox delivers the service's events to it. n8n 2.x lets
+// one of several racing resumes win and answers the others 500; so does this, and it counts the
+// resumes the node handed over (n8n 1.122.5 runs each). (The e2e suite runs n8n.)
 import express from 'express';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -20,6 +21,8 @@ export interface WaitingExecution {
 	first: RunResult;
 	/** Every answer the resume webhook gave, in order. */
 	answers: Array<{ status: number; body: unknown }>;
+	/** How many answers of the node's webhook resumed the execution (workflowData). */
+	handed(): number;
 	/** Resolves with the rest of the run once a webhook resumed it. */
 	resumed: Promise<RunResult>;
 	/** Goes on as n8n does when the wait time passes (the node is not run again). */
@@ -40,6 +43,7 @@ export async function runUntilWaiting(
 	const answers: WaitingExecution['answers'] = [];
 	let saved: IRunExecutionData | undefined;
 	let resumedOnce = false;
+	let handed = 0;
 	let finish!: (run: RunResult) => void;
 	let fail!: (error: Error) => void;
 	const resumed = new Promise<RunResult>(
@@ -98,6 +102,7 @@ export async function runUntilWaiting(
 				);
 				if (!result.noWebhookResponse) res.status(200).json(result.webhookResponse ?? {});
 				if (!result.workflowData) return;
+				handed++;
 				if (resumedOnce) {
 					if (!res.headersSent)
 						res.status(500).json({ message: 'Another request resumed the execution first.' });
@@ -120,6 +125,7 @@ export async function runUntilWaiting(
 	return {
 		first,
 		answers,
+		handed: () => handed,
 		resumed,
 		resumeByTime: async () => {
 			resumedOnce = true;

@@ -58,7 +58,7 @@ export const webhookNode = (id: string, hook: string) =>
 		{ webhookId: `${id}-hook` },
 	);
 
-/** Webhook (POST /webhook/<hook>) → n media URLs, one item each → Job → Create (On Webhook unless `wait` says) → No Operation. */
+/** Webhook (POST /webhook/<hook>) → n media URLs, one item each → Job → Create (On Webhook unless `wait` says) → No Operation → `after`. */
 export function batchWaitWorkflow(
 	id: string,
 	hook: string,
@@ -67,6 +67,7 @@ export function batchWaitWorkflow(
 	credentialId: string,
 	settings: object = {},
 	wait: object = { waitForCompletion: 'webhook' },
+	after: Node[] = [],
 ): string {
 	return chainWorkflow(
 		id,
@@ -101,6 +102,7 @@ export function batchWaitWorkflow(
 				},
 			),
 			node(id, 'Next', 'n8n-nodes-base.noOp', 1, {}, 800),
+			...after,
 		],
 		settings,
 	);

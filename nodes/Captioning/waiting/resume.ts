@@ -21,6 +21,18 @@ import { sleep } from '../transport/sleep';
 const jobOf = (item: INodeExecutionData) =>
 	item.json.object === 'job' ? (item.json as unknown as Job) : undefined;
 
+/** The waits (execution and jobs) this process resumed, until the Timeout: one resume per wait. */
+const resumedWaits = new Map<string, number>();
+
+/** Whether this answer is the wait's first to resume it: n8n 1.122.5 runs each resume it is handed. */
+function claims(ctx: IWebhookFunctions, jobs: Job[]): boolean {
+	const wait = [ctx.getExecutionId(), ...jobs.map((job) => job.id)].join();
+	for (const [key, until] of resumedWaits) if (until < Date.now()) resumedWaits.delete(key);
+	if (resumedWaits.has(wait)) return false;
+	resumedWaits.set(wait, Date.now() + Number(ctx.getNodeParameter('timeout', 120)) * 60000);
+	return true;
+}
+
 /** Answers the event itself (n8n answers nothing more). */
 function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWebhookResponseData {
 	ctx.getResponseObject().status(status).json(body);
@@ -28,9 +40,7 @@ function respond(ctx: IWebhookFunctions, status: number, body: IDataObject): IWe
 }
 
 /** The answer to an event that leaves the execution sleeping. */
-const sleepOn = (): IWebhookResponseData => ({
-	webhookResponse: { received: true, resumed: false },
-});
+const SLEEP_ON = { webhookResponse: { received: true, resumed: false } };
 
 /**
  * What reads make of an event of a job of the batch, once its own job shows final (a job no longer
@@ -56,15 +66,15 @@ async function answerTo(
 			whole &&= page.length < PAGE_SIZE;
 			if (!page.some((job: Job) => jobs.some((mine) => mine.id === job.id))) continue;
 			// Not in the open lists' first pages: while they are whole, its own job is not open.
-			if (whole && status === 'queued') return sleepOn();
+			if (whole && status === 'queued') return SLEEP_ON;
 			const own = await readJob(ctx, event.data.id).catch((error: Error) => error);
-			return done(own) ? sleepOn() : undefined;
+			return done(own) ? SLEEP_ON : undefined;
 		}
 		const read = await readJobs(ctx, jobs);
 		const all = [...read.values()];
 		if (!done(read.get(event.data.id)!) || all.some((job) => job instanceof Error && !gone(job)))
 			return undefined;
-		if (!all.every(done)) return sleepOn();
+		if (!all.every(done) || !claims(ctx, jobs)) return SLEEP_ON;
 		return { workflowData: [items.map((item) => resumed(item, read, event))] };
 	} catch {
 		return undefined;
@@ -93,10 +103,11 @@ function resumed(
 /**
  * Resumes an execution waiting in Job → Create (On Webhook); n8n checks the resume token in the
  * URL. An event of a job this execution does not wait for is refused (403). One whose job shows
- * what it reports is decided at once: n8n answers a resume once it has resumed the execution (when
- * the last events arrive at once, one resumes it and n8n answers the others 500). Any other is
- * answered at once and decided once reads show its job final, reading again 1 s, 2 s, 4 s… (up to
- * 30 s) apart, for as long as the Timeout: the service may deliver it once only.
+ * what it reports is decided at once: n8n answers a resume once it has resumed the execution, and
+ * only a wait's first answer that resumes it hands n8n the resume. Any other is answered at once and
+ * decided once reads show its job final, reading again 1 s, 2 s, 4 s… (up to 30 s) apart, until a
+ * Timeout after its job was ordered (n8n resumes the execution by then): the service may deliver it
+ * once only.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
@@ -105,14 +116,16 @@ export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseD
 	const event = body as unknown as CaptioningEvent;
 	// The items the execution waits with, as ordered (jobs, and error items of failed ones).
 	const items = this.evaluateExpression('{{ $input.all() }}', 0) as unknown as INodeExecutionData[];
-	if (!items.some((item) => jobOf(item)?.id === event.data.id))
+	const ordered = items.map(jobOf).find((job) => job?.id === event.data.id);
+	if (!ordered)
 		return respond(this, 403, {
 			error: `Event refused: job ${event.data.id} is not one this execution waits for.`,
 		});
 	const answer = await answerTo(this, items, event);
 	if (answer) return answer;
-	respond(this, 200, { received: true, resumed: false });
-	const until = Date.now() + Number(this.getNodeParameter('timeout', 120)) * 60000;
+	respond(this, 200, SLEEP_ON.webhookResponse);
+	const until =
+		Date.parse(ordered.created_at) + Number(this.getNodeParameter('timeout', 120)) * 60000;
 	for (let delay = 1000; Date.now() + delay < until; delay = Math.min(delay * 2, 30000)) {
 		await sleep(delay);
 		const later = await answerTo(this, items, event);
