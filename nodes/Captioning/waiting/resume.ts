@@ -106,8 +106,8 @@ function resumed(
  * what it reports is decided at once: n8n answers a resume once it has resumed the execution, and
  * only a wait's first answer that resumes it hands n8n the resume. Any other is answered at once and
  * decided once reads show its job final, reading again 1 s, 2 s, 4 s… (up to 30 s) apart, until a
- * Timeout after its job was ordered (n8n resumes the execution by then): the service may deliver it
- * once only.
+ * Timeout after its job was ordered, before n8n's own resume by Timeout (which a later resume would
+ * run again on n8n 1.122.5): the service may deliver it once only.
  */
 export async function resume(this: IWebhookFunctions): Promise<IWebhookResponseData> {
 	const body = this.getBodyData();
