@@ -21,12 +21,6 @@ import { learnTokens, takesToken } from './tokens';
 const newsOf = (item: INodeExecutionData) =>
 	`${String(item.json.id)} ${String(item.json.event_type)}`;
 
-/** Answers a delivery that starts nothing with its status and why: n8n answers nothing more. */
-function refused(ctx: IWebhookFunctions, status: number, error: string): IWebhookResponseData {
-	ctx.getResponseObject().status(status).json({ error });
-	return { noWebhookResponse: true };
-}
-
 export class CaptioningTrigger implements INodeType {
 	description: INodeTypeDescription = {
 		displayName: 'Captioning Trigger',
@@ -95,11 +89,16 @@ export class CaptioningTrigger implements INodeType {
 	 * API is the execution's (execute()).
 	 */
 	async webhook(this: IWebhookFunctions): Promise<IWebhookResponseData> {
-		if (!(await takesToken(this)))
-			return refused(this, 401, 'The token in the URL is missing or wrong.');
 		const body = this.getBodyData();
 		const problem = eventProblem(body);
-		if (problem) return refused(this, 400, `Not a captioning event: ${problem}.`);
+		const refusal = !(await takesToken(this))
+			? { status: 401, error: 'The token in the URL is missing or wrong.' }
+			: problem && { status: 400, error: `Not a captioning event: ${problem}.` };
+		// A delivery that starts nothing is answered its status and why; n8n answers nothing more.
+		if (refusal) {
+			this.getResponseObject().status(refusal.status).json({ error: refusal.error });
+			return { noWebhookResponse: true };
+		}
 		const event = body as unknown as CaptioningEvent;
 		const selected = this.getNodeParameter('events', []) as EventType[];
 		const reason = `${event.type} is not selected in Events`;
