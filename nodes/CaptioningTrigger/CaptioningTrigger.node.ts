@@ -115,12 +115,15 @@ export class CaptioningTrigger implements INodeType {
 	 * news that an earlier production execution reported goes no further either (n8n's deduplication
 	 * store); a Retry or a test run is the user's own and always goes on. With Attach Captions the
 	 * captions are downloaded here, where a failure is the execution's and its Retry downloads again.
-	 * The execution ends once the trigger's deliveries pause; its captions download meanwhile.
+	 * The execution ends once the trigger's deliveries pause; with Verify Events alone it reads only
+	 * then (one read answers the burst), with Attach Captions it reads and downloads meanwhile.
 	 */
 	async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
 		const verify = this.getNodeParameter('verify', 0, true) as boolean;
 		const attach = attachSettings(this);
 		const reported = this.getMode() === 'webhook' ? ProcessedStore.of(this) : undefined;
+		// No read while deliveries come, unless captions download meanwhile: the run ends at the pause.
+		if (!attach) await deliveriesPause(this);
 		const read: INodeExecutionData[] = [];
 		for (const [i, input] of this.getInputData().entries()) {
 			const item = await readBackItem(this, input, verify, attach !== undefined);

@@ -5,7 +5,8 @@
 // of the key's shared limit, not one per event: the final jobs a read of the job list showed, kept
 // for a minute, and the read under way, which an execution that needs one waits for before it
 // reads itself. A read that fails (its execution was cancelled) answers nothing: the others read
-// again. An execution goes on once the trigger's deliveries pause.
+// again. An execution ends once the trigger's deliveries pause; with Verify Events alone it reads
+// only then.
 import type { IDataObject, IExecuteFunctions, INodeExecutionData } from 'n8n-workflow';
 import { NodeOperationError } from 'n8n-workflow';
 
@@ -71,9 +72,8 @@ export function answersOf(ctx: Pick<IExecuteFunctions, 'getNode' | 'getWorkflow'
 async function read(ctx: IExecuteFunctions, job: Wanted, shared: Answers): Promise<Job | Error> {
 	const wanted = [...shared.waiting.values()];
 	const maxPages = Math.min(wanted.length, MAX_PAGES);
-	const seen = (listed: Job) => {
-		if (isFinal(listed)) shared.recent.set(listed.id, { job: listed, at: Date.now() });
-	};
+	const seen = (listed: Job) =>
+		isFinal(listed) && shared.recent.set(listed.id, { job: listed, at: Date.now() });
 	try {
 		const listed =
 			wanted.length > 1 ? await listedJobs(ctx, wanted, { seen, maxPages }) : undefined;

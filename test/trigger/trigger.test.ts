@@ -520,6 +520,26 @@ describe('bursts: events that arrive together are read back together', () => {
 		expect(ranWith(t).sort()).toEqual([...ids].sort());
 	});
 
+	test('with Verify Events alone no run reads while deliveries come; once they pause, one read answers them all', async () => {
+		const t = await start();
+		const ids = await completedJobs(t, 40);
+		const posted: Array<Promise<unknown>> = [];
+		// Deliveries 10 ms apart: a pause only if this process stalled 50 ms between two of them.
+		let previous = Date.now();
+		let stalled = false;
+		for (const [n, id] of ids.entries()) {
+			stalled ||= Date.now() - previous >= 50;
+			if (!stalled) expect(reads()).toBe(0);
+			posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
+			previous = Date.now();
+			await new Promise((r) => setTimeout(r, 10));
+		}
+		await Promise.all(posted);
+		await t.idle();
+		expect(ranWith(t).sort()).toEqual([...ids].sort());
+		if (!stalled) expect(reads()).toBe(1);
+	});
+
 	test('with Attach Captions the captions download while deliveries still come', async () => {
 		const t = await start({ attachCaptions: true, formats: ['srt'] });
 		const ids = await completedJobs(t, 40);
