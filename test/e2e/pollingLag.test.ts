@@ -75,14 +75,21 @@ describe.each(VERSIONS)(
 		let late: Promise<{ late: string; newer: string[] }>;
 		let busy: Promise<LedgerRequest[][]>;
 
-		/** Waits until the files of these jobs are written, then two polls more. */
-		const reported = async (folder: string, ids: string[]) => {
+		/**
+		 * Waits until the files of these jobs are written, then two polls more. Otherwise it fails
+		 * with what n8n ran of the workflow: each execution's status, and the errors of failed ones.
+		 */
+		const reported = async (folder: string, ids: string[], workflowId: string) => {
 			const missing = () => ids.filter((id) => !written(folder)[id]);
 			await api
 				.waitFor(`${ids.length} SRT files`, async () => (missing().length ? undefined : true))
-				.catch((error: Error) => {
+				.catch(async (error: Error) => {
 					const left = missing();
-					throw new Error(`${left.length} missing: ${left.join(', ')}; ${error.message}`);
+					const runs = (await api.executions(workflowId)).map((e) => `${e.id} ${e.status}`);
+					const errors = await api.errorsOf(workflowId);
+					throw new Error(
+						`${left.length} missing: ${left.join(', ')}; executions of ${workflowId}: ${runs.join(', ')}; their errors: ${errors.join(' | ')}; ${error.message}`,
+					);
 				});
 			await sleep(2 * EVERY_SECONDS * 1000 + 2000);
 		};
@@ -99,7 +106,7 @@ describe.each(VERSIONS)(
 			sb.showJob(id);
 			await sleep(EVERY_SECONDS * 1000 + 2000);
 			sb.completeJob(id);
-			await reported(out.late, [...newer, id]);
+			await reported(out.late, [...newer, id], LATE.workflow);
 			return { late: id, newer };
 		};
 
@@ -112,7 +119,7 @@ describe.each(VERSIONS)(
 			);
 			const polls = pollsOf(sb, BUSY.key, activated).slice(1, QUIET + 1);
 			followed.forEach((id) => sb.completeJob(id));
-			await reported(out.busy, followed);
+			await reported(out.busy, followed, BUSY.workflow);
 			return polls;
 		};
 
