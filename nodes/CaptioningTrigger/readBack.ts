@@ -96,8 +96,10 @@ async function readOnce(ctx: IExecuteFunctions, job: Wanted, shared: Answers) {
 		await sleep((sharing.wentOn++ * SPACING_MS) / sharing.waited);
 	}
 	shared.sharing = undefined;
+	// A read starts QUIET_MS / 2 after it is asked for at the soonest: by then every run the same
+	// pause let go (each checks every QUIET_MS / 2) waits for it, and its pages answer them all.
 	const reading = (async () => {
-		await sleep(Math.max(0, (shared.lastReadAt ?? 0) + SPACING_MS - Date.now()));
+		await sleep(Math.max(QUIET_MS / 2, (shared.lastReadAt ?? 0) + SPACING_MS - Date.now()));
 		shared.lastReadAt = Date.now();
 		return await read(ctx, job, shared);
 	})();
