@@ -123,6 +123,28 @@ const deliveryStatuses = (jobId: string) =>
 const ranWith = (t: ServedTrigger) => t.executions.flatMap((items) => items.map((i) => i.json.id));
 const reads = () => sb.ledger.requests.filter((r) => r.method === 'GET').length;
 
+/**
+ * Posts each job's completion 10 ms apart (into `posted`), checking `meanwhile()` before each post
+ * until this process stalls 50 ms between two of them (a pause, by the trigger's rule); whether it did.
+ */
+async function postApart(
+	t: ServedTrigger,
+	ids: string[],
+	posted: Array<Promise<unknown>>,
+	meanwhile: () => void,
+): Promise<boolean> {
+	let previous = Date.now();
+	let stalled = false;
+	for (const [n, id] of ids.entries()) {
+		stalled ||= Date.now() - previous >= 50;
+		if (!stalled) meanwhile();
+		posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
+		previous = Date.now();
+		await new Promise((r) => setTimeout(r, 10));
+	}
+	return stalled;
+}
+
 describe('an event delivered once starts one run', () => {
 	test('job.completed: one run with the full job (as read back) and its metadata', async () => {
 		const t = await start();
@@ -501,17 +523,8 @@ describe('bursts: events that arrive together are read back together', () => {
 			const posted = [post(t.url, completedEvent(a, 'evt_a'))];
 			while (sb.maxInFlight() < 1) await new Promise((r) => setTimeout(r, 5));
 			posted.push(post(t.url, completedEvent(b, 'evt_b')));
-			// Deliveries come 10 ms apart, for longer than the read under way takes: no run ends
-			// meanwhile, unless this process stalled 50 ms between two of them (a pause, by the rule).
-			let previous = Date.now();
-			let stalled = false;
-			for (const [n, id] of others.entries()) {
-				stalled ||= Date.now() - previous >= 50;
-				if (!stalled) expect(ranWith(t)).toEqual([]);
-				posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
-				previous = Date.now();
-				await new Promise((r) => setTimeout(r, 10));
-			}
+			// Deliveries come 10 ms apart, for longer than the read under way takes: no run ends meanwhile.
+			await postApart(t, others, posted, () => expect(ranWith(t)).toEqual([]));
 			await Promise.all(posted);
 			await t.idle();
 		} finally {
@@ -524,16 +537,7 @@ describe('bursts: events that arrive together are read back together', () => {
 		const t = await start();
 		const ids = await completedJobs(t, 40);
 		const posted: Array<Promise<unknown>> = [];
-		// Deliveries 10 ms apart: a pause only if this process stalled 50 ms between two of them.
-		let previous = Date.now();
-		let stalled = false;
-		for (const [n, id] of ids.entries()) {
-			stalled ||= Date.now() - previous >= 50;
-			if (!stalled) expect(reads()).toBe(0);
-			posted.push(post(t.url, completedEvent(id, `evt_${n}`)));
-			previous = Date.now();
-			await new Promise((r) => setTimeout(r, 10));
-		}
+		const stalled = await postApart(t, ids, posted, () => expect(reads()).toBe(0));
 		await Promise.all(posted);
 		await t.idle();
 		expect(ranWith(t).sort()).toEqual([...ids].sort());
